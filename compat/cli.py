@@ -1,0 +1,125 @@
+"""The `compat` command line: a thin shell over compat.<stage> calls.
+
+User errors (bad input, missing files, unknown releases) print one line naming the
+file and field and exit 2; `check` exits 1 when it has findings.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from compat.errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Which synthesized `vllm serve` commands can start, per vLLM release.")
+err = Console(stderr=True)
+out = Console()
+
+DbOpt = Annotated[Path, typer.Option("--db", help="SQLite database file.")]
+VllmOpt = Annotated[list[str] | None, typer.Option("--vllm", help="vLLM release from the package index (repeatable).")]
+SrcOpt = Annotated[list[str] | None, typer.Option("--vllm-src", help="Local vLLM tree, PATH or PATH=LABEL (repeatable).")]
+
+
+def _progress(msg: str) -> None:
+    err.print(f"[dim]{msg}[/dim]")
+
+
+@app.command()
+def scan(
+    vllm: VllmOpt = None,
+    vllm_src: SrcOpt = None,
+    installed: Annotated[bool, typer.Option("--installed", help="Also scan the installed vllm package (read, not imported).")] = False,
+    db: DbOpt = Path("compat.db"),
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute facts even if cached.")] = False,
+) -> None:
+    """Introspect vLLM releases statically into the database.
+
+    Example: compat scan --vllm 0.23.0 --vllm 0.33.0 --db compat.db
+    """
+    from compat import api
+
+    if not (vllm or vllm_src or installed):
+        raise UserError("give at least one --vllm, --vllm-src or --installed", where="compat scan")
+    summary = api.scan(vllm or [], vllm_src or [], installed, db, use_cache=not no_cache, progress=_progress)
+    t = Table(title=f"scanned into {db}")
+    for col in ("release", "origin", "archs", "pp", "cached", "seconds"):
+        t.add_column(col)
+    for s in summary:
+        t.add_row(s["version"], s["origin"], str(s["archs"]), str(s["pp"]), "yes" if s["cached"] else "no",
+                  f"{s['seconds']:.2f}")
+    out.print(t)
+
+
+@app.command()
+def sql(
+    statement: Annotated[str, typer.Argument(help="A SELECT over the views in schema/views.sql.")],
+    db: DbOpt = Path("compat.db"),
+    format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+) -> None:
+    """Run a read-only SQL query.
+
+    Example: compat sql "SELECT arch FROM v_arch_capability WHERE supports_pp=0" --format json
+    """
+    from compat import db as dbm
+
+    if format not in ("table", "json", "csv"):
+        raise UserError(f"unknown format {format!r} (table, json, csv)", where="--format")
+    engine = dbm.reading(db)
+    try:
+        cols, rows = dbm.query(engine, statement)
+    except Exception as exc:  # sqlalchemy wraps sqlite errors; the message is what matters
+        msg = str(getattr(exc, "orig", exc)).splitlines()[0]
+        raise UserError(f"SQL error: {msg}", where="statement") from None
+    if format == "json":
+        sys.stdout.write(json.dumps([dict(zip(cols, r)) for r in rows], indent=1) + "\n")
+    elif format == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(cols)
+        w.writerows(rows)
+        sys.stdout.write(buf.getvalue())
+    else:
+        t = Table()
+        for c in cols:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*["" if v is None else str(v) for v in r])
+        out.print(t)
+
+
+def main() -> None:
+    try:
+        rc = app(standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
+    except UserError as exc:
+        err.print(f"error: {exc.line()}", markup=False, highlight=False)
+        sys.exit(2)
+    except typer.Abort:
+        err.print("aborted", markup=False)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err.print("interrupted; the database was left as it was", markup=False)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            err.print(f"error: {exc.format_message()}", markup=False, highlight=False)
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

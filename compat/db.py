@@ -1,0 +1,290 @@
+"""The SQLite database: SQLModel tables for facts and verdicts, views from schema/views.sql.
+
+Writes are atomic: a command works on a copy of the database next to it and moves
+the copy over the original only when everything succeeded, so an interrupted or
+failed run leaves the previous database untouched, and two runs never interleave
+rows (the later finisher wins whole).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, insert
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel, create_engine
+
+from compat.errors import UserError
+from compat.resources import schema_dir
+
+
+
+class Release(SQLModel, table=True):
+    __tablename__ = "release"
+    version: str = Field(primary_key=True)
+    origin: str
+    sha256: str | None = None
+    fingerprint: str
+    commit_id: str | None = None
+    pp_rule: str | None = None
+    notes: str = "[]"  # JSON list of analysis notes (predicates of unknown shape, ...)
+    analyzer: str = ""
+
+
+class ArchCapability(SQLModel, table=True):
+    __tablename__ = "arch_capability"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    platform: str
+    arch: str = Field(index=True)
+    category: str = ""
+    registry_module: str = ""
+    registry_class: str = ""
+    class_path: str = ""
+    file: str = ""
+    line: int = 0
+    status: str = "resolved"
+    reason: str = ""
+    supports_pp: int | None = None
+    supports_lora: int | None = None
+    supports_multimodal: int | None = None
+    supports_encoder_tp_data: int | None = None
+    is_hybrid: int | None = None
+    has_inner_state: int | None = None
+    is_attention_free: int | None = None
+    supports_transcription: int | None = None
+    is_pooling_model: int | None = None
+    is_text_generation_model: int | None = None
+    supports_eagle3: int | None = None
+    is_moe: int | None = None
+    evidence: str = "{}"
+    mro_path: str = "[]"  # the class MRO as resolved, for explain
+
+
+class SpecMethod(SQLModel, table=True):
+    __tablename__ = "spec_method"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    method: str
+    canonical: str  # what the method becomes (legacy MTP aliases -> mtp)
+    kind: str  # method | mtp_alias
+    file: str = ""
+    line: int = 0
+
+
+class DraftParallel(SQLModel, table=True):
+    __tablename__ = "draft_parallel"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    method: str
+    pp_source: str  # target (copied) | one (forced 1) | target_config (draft PC is the target PC) | none | unknown
+    ep_source: str  # off | target | target_if_moe | unknown
+    file: str = ""
+    line: int = 0
+    detail: str = ""
+
+
+class DraftMapping(SQLModel, table=True):
+    __tablename__ = "draft_mapping"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    platform: str
+    target_model_type: str
+    target_arch: str
+    method: str
+    draft_arch: str = ""
+    draft_class: str = ""
+    draft_supports_pp: int | None = None
+    draft_inherits_pp: int | None = None
+    status: str = "ok"  # ok | error | unknown
+    detail: str = ""  # how the draft arch was chosen, or the error
+    file: str = ""
+    line: int = 0
+
+
+class GateStatus(SQLModel, table=True):
+    __tablename__ = "gate_status"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    rule_id: str
+    status: str  # verified | unverified
+    effect: str = ""
+    message: str = ""
+    file: str = ""
+    line: int = 0
+    reason: str = ""
+
+
+class RaiseMessage(SQLModel, table=True):
+    __tablename__ = "raise_message"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    file: str
+    line: int
+    exception: str = ""
+    template: str
+    condition: str = ""
+
+
+class CliFlag(SQLModel, table=True):
+    __tablename__ = "cli_flag"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    flag: str = Field(index=True)
+    kind: str  # long | short | negated | subkey
+    canonical: str
+    value_type: str = ""
+    file: str = ""
+    line: int = 0
+
+
+class ParserName(SQLModel, table=True):
+    __tablename__ = "parser_name"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    kind: str  # tool | reasoning
+    name: str
+    module: str = ""
+    class_name: str = ""
+    file: str = ""
+    line: int = 0
+
+
+class ModelFact(SQLModel, table=True):
+    __tablename__ = "model_fact"
+    model_id: str = Field(primary_key=True)
+    status: str
+    reason: str = ""
+    architectures: str = "[]"
+    model_type: str | None = None
+    num_nextn_predict_layers: int | None = None
+    num_experts: int | None = None
+    source: str = ""
+    provenance: str = ""
+    inferred: int = 0
+
+
+class Verdict(SQLModel, table=True):
+    __tablename__ = "verdict"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    platform: str
+    hardware: str = ""
+    recipe: str = Field(index=True)
+    model_id: str = ""
+    variant: str = ""
+    strategy: str = ""
+    feature: str = ""
+    mode: str = ""
+    status: str
+    message: str = ""
+    reason: str = ""
+    evidence: str = ""
+    gated: int = 0
+    pinned: int = 0  # 1 when vllm_version is the release the recipe pins
+    works_from: str = ""  # first scanned release where this combination is ok
+    argv: str = ""
+    chain: str = "[]"  # JSON list of reason steps
+
+
+TABLES = [Release, ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
+          RaiseMessage, CliFlag, ParserName, ModelFact, Verdict]
+RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
+                  RaiseMessage, CliFlag, ParserName]
+
+
+def _views_sql() -> str:
+    return (schema_dir() / "views.sql").read_text(encoding="utf-8")
+
+
+def engine_for(path: Path) -> Engine:
+    return create_engine(f"sqlite:///{path}")
+
+
+def init_schema(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+    raw = engine.raw_connection()
+    try:
+        raw.executescript(_views_sql())  # type: ignore[attr-defined]
+        raw.commit()
+    finally:
+        raw.close()
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[Engine]:
+    """An engine on a private copy of `path`; the copy replaces `path` only on success."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"directory does not exist: {parent}", where="--db")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    os.close(fd)
+    engine = None
+    try:
+        if path.exists():
+            try:
+                src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                dst = sqlite3.connect(tmp)
+                src.backup(dst)
+                src.close()
+                dst.close()
+            except sqlite3.DatabaseError as exc:
+                raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
+        engine = engine_for(Path(tmp))
+        init_schema(engine)
+        yield engine
+        engine.dispose()
+        engine = None
+        os.replace(tmp, path)
+    finally:
+        if engine is not None:
+            engine.dispose()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def reading(path: Path) -> Engine:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError("no such database (run `compat scan` or `compat build` first)", where=str(path))
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con.execute("select count(*) from sqlite_master").fetchone()
+        con.close()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
+    return create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+
+
+def replace_rows(engine: Engine, table: type[SQLModel], rows: Iterable[dict[str, Any]],
+                 **where: Any) -> int:
+    """Delete the rows matching `where`, insert `rows`; returns how many were inserted."""
+    t = table.__table__  # type: ignore[attr-defined]
+    rows = list(rows)
+    with engine.begin() as conn:
+        stmt = delete(t)
+        for k, v in where.items():
+            stmt = stmt.where(t.c[k] == v)
+        conn.execute(stmt)
+        if rows:
+            conn.execute(insert(t), rows)
+    return len(rows)
+
+
+def query(engine: Engine, sql: str) -> tuple[list[str], list[tuple]]:
+    with engine.connect() as conn:
+        res = conn.exec_driver_sql(sql)
+        cols = list(res.keys())
+        return cols, [tuple(r) for r in res.fetchall()]
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,98 @@
+"""`compat scan`: facts of each vLLM release, computed once per source hash and cached.
+
+A release's facts depend only on its source and on this analyzer, so they are
+cached under (tree fingerprint, analyzer hash): a re-scan of a cached release only
+loads JSON and writes rows. Changing any analyzer module or curated rule file
+changes the analyzer hash and invalidates the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from compat import db
+from compat.resources import data_dir
+from compat.sources.pypi import cache_dir
+from compat.sources.tree import VllmTree
+
+VERDICT_PLATFORMS = ("cuda", "rocm")
+Progress = Callable[[str], None]
+
+
+def analyzer_hash() -> str:
+    """Hash of the code and curated data that turn source into facts."""
+    h = hashlib.sha256()
+    pkg = Path(__file__).resolve().parent
+    files = sorted((pkg / "vllm").glob("*.py")) + [pkg / "sources" / "tree.py", pkg / "scan.py"]
+    files += sorted(data_dir().glob("*.yaml"))
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def compute_facts(tree: VllmTree, progress: Progress | None = None) -> dict[str, Any]:
+    """Every fact table for one release, as plain rows."""
+    from compat.vllm import facts as vfacts
+
+    return vfacts.compute(tree, VERDICT_PLATFORMS, progress)
+
+
+def release_facts(tree: VllmTree, progress: Progress | None = None,
+                  use_cache: bool = True) -> tuple[dict[str, Any], bool]:
+    """(facts, cached?) for a tree; computes and caches on a miss."""
+    key = f"{tree.fingerprint()}-{analyzer_hash()}"
+    path = cache_dir() / "facts" / f"{key}.json"
+    if use_cache and path.is_file():
+        try:
+            facts = json.loads(path.read_text())
+            facts["release"]["version"] = tree.version
+            return facts, True
+        except (OSError, ValueError, KeyError):
+            pass
+    t0 = time.perf_counter()
+    facts = compute_facts(tree, progress)
+    facts["release"]["seconds"] = round(time.perf_counter() - t0, 3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".facts-", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(facts, fh)
+    os.replace(tmp, path)
+    return facts, False
+
+
+def write_facts(engine: Engine, facts: dict[str, Any]) -> dict[str, int]:
+    """Replace one release's rows in every fact table."""
+    rel = facts["release"]
+    version = rel["version"]
+    counts: dict[str, int] = {}
+    db.replace_rows(engine, db.Release, [{k: rel[k] for k in (
+        "version", "origin", "sha256", "fingerprint", "commit_id", "pp_rule", "notes", "analyzer")}],
+        version=version)
+    for table in db.RELEASE_TABLES:
+        name = table.__tablename__  # type: ignore[attr-defined]
+        rows = [dict(r, vllm_version=version) for r in facts.get(name, [])]
+        counts[name] = db.replace_rows(engine, table, rows, vllm_version=version)
+    return counts
+
+
+def release_row(tree: VllmTree, pp_rule: str | None, notes: list[str]) -> dict[str, Any]:
+    return {
+        "version": tree.version, "origin": tree.origin, "sha256": tree.sha256,
+        "fingerprint": tree.fingerprint(), "commit_id": tree.commit, "pp_rule": pp_rule,
+        "notes": json.dumps(notes), "analyzer": analyzer_hash(),
+    }
+
+
+def rows_of(items: list[Any]) -> list[dict[str, Any]]:
+    return [asdict(i) if not isinstance(i, dict) else i for i in items]

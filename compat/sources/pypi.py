@@ -1,0 +1,204 @@
+"""vLLM source distributions from the package index, hash-checked and cached by hash.
+
+The index's JSON simple API (PEP 691) names each sdist with its sha256. We download
+to a temporary file, verify the hash, and only then move it into the cache under its
+hash, so a corrupted or truncated download never lands. Only the parts the analysis
+reads are extracted (`vllm/**/*.py`, `tests/models/registry.py`, a few docs).
+Works offline once a release is cached: the index answer is cached too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from compat.errors import UserError
+from compat.sources.tree import VllmTree, read_version
+
+INDEX_URL = os.environ.get("COMPAT_INDEX_URL", "https://pypi.org/simple")
+_ACCEPT = "application/vnd.pypi.simple.v1+json"
+_TIMEOUT = 60
+
+# What the static analysis reads from an sdist; everything else stays in the archive.
+_EXTRACT_PREFIXES = ("vllm/",)
+_EXTRACT_FILES = (
+    "tests/models/registry.py",
+    "docs/models/supported_models.md",
+    "docs/features/README.md",
+    "docs/features/nixl_connector_compatibility.md",
+)
+
+Opener = Callable[[str, dict[str, str]], bytes]
+
+
+def cache_dir() -> Path:
+    """`COMPAT_CACHE` if set, else the user cache dir (platformdirs)."""
+    env = os.environ.get("COMPAT_CACHE")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("vllm-compat"))
+
+
+def _default_open(url: str, headers: dict[str, str]) -> bytes:
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:  # noqa: S310 (https index)
+        return resp.read()
+
+
+def _index(package: str, opener: Opener, cache: Path) -> dict:
+    """The index's file list for a package; cached so offline re-runs work."""
+    cached = cache / "index" / f"{package}.json"
+    try:
+        data = opener(f"{INDEX_URL}/{package}/", {"Accept": _ACCEPT})
+        doc = json.loads(data)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, cached)
+        return doc
+    except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
+        if cached.is_file():
+            return json.loads(cached.read_text())
+        raise UserError(
+            f"cannot reach the package index ({INDEX_URL}) and no cached index: {exc}",
+            where=f"--vllm",
+        ) from None
+
+
+def sdist_entry(version: str, opener: Opener | None = None, cache: Path | None = None) -> dict:
+    """The index record of `vllm-<version>.tar.gz`: url, hashes, size."""
+    cache = cache or cache_dir()
+    doc = _index("vllm", opener or _default_open, cache)
+    want = f"vllm-{version}.tar.gz"
+    for f in doc.get("files", []):
+        if f.get("filename") == want:
+            if not f.get("hashes", {}).get("sha256"):
+                raise UserError(f"the index lists {want} without a sha256", where="--vllm")
+            return f
+    raise UserError(f"vllm {version} is not on the package index (no {want})", where="--vllm")
+
+
+def versions_on_index(opener: Opener | None = None, cache: Path | None = None) -> list[str]:
+    """Releases with an sdist on the index, oldest first (PEP 440-ish numeric order)."""
+    cache = cache or cache_dir()
+    doc = _index("vllm", opener or _default_open, cache)
+    out = []
+    for f in doc.get("files", []):
+        fn = f.get("filename", "")
+        if fn.startswith("vllm-") and fn.endswith(".tar.gz") and not f.get("yanked"):
+            out.append(fn[len("vllm-") : -len(".tar.gz")])
+    return sorted(set(out), key=version_key)
+
+
+def version_key(v: str) -> tuple:
+    """Sort key for release strings: numeric parts first; pre/post suffixes after."""
+    parts: list = []
+    for piece in v.replace("-", ".").split("."):
+        num = "".join(ch for ch in piece if ch.isdigit())
+        rest = piece[len(num) :] if piece.startswith(num) else piece
+        parts.append((int(num) if num and piece.startswith(num) else -1, rest))
+    return tuple(parts)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None = None,
+                progress: Callable[[str], None] | None = None) -> tuple[Path, str]:
+    """Path of the verified sdist in the cache, and its sha256. Re-fetches a corrupted cache."""
+    cache = cache or cache_dir()
+    opener = opener or _default_open
+    entry = sdist_entry(version, opener, cache)
+    sha = entry["hashes"]["sha256"].lower()
+    dest = cache / "sdists" / f"{sha}.tar.gz"
+    if dest.is_file():
+        if _sha256(dest) == sha:
+            return dest, sha
+        dest.unlink()  # corrupted or truncated: refuse it and fetch again
+    if progress:
+        progress(f"downloading vllm {version} sdist ({entry.get('size', '?')} bytes)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmpname = tempfile.mkstemp(prefix=".download-", dir=dest.parent)
+    try:
+        try:
+            data = opener(entry["url"], {})
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            raise UserError(f"cannot download vllm {version} sdist: {exc}", where="--vllm") from None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        got = _sha256(Path(tmpname))
+        if got != sha:
+            raise UserError(
+                f"sha256 mismatch for vllm-{version}.tar.gz: index says {sha}, download is {got}; "
+                "refusing it (nothing cached)",
+                where="--vllm",
+            )
+        os.replace(tmpname, dest)
+    finally:
+        if os.path.exists(tmpname):
+            os.unlink(tmpname)
+    return dest, sha
+
+
+def _wanted(name: str) -> bool:
+    return name.endswith(".py") and name.startswith(_EXTRACT_PREFIXES) or name in _EXTRACT_FILES
+
+
+def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
+    """Unpack the needed members once per hash; returns the tree root (has `vllm/`)."""
+    cache = cache or cache_dir()
+    dest = cache / "trees" / sha
+    if (dest / ".complete").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
+    try:
+        with tarfile.open(sdist, "r:gz") as tf:
+            members = []
+            for m in tf.getmembers():
+                parts = m.name.split("/", 1)
+                if len(parts) != 2 or not m.isfile():
+                    continue
+                if _wanted(parts[1]):
+                    m.name = parts[1]
+                    members.append(m)
+            tf.extractall(tmp, members=members, filter="data")
+        (tmp / ".complete").write_text(sha)
+        if dest.exists() and not (dest / ".complete").is_file():
+            shutil.rmtree(dest)  # a half-written tree from an interrupted run
+        try:
+            os.replace(tmp, dest)
+        except OSError:
+            if not (dest / ".complete").is_file():  # lost a race to a concurrent extract otherwise
+                raise
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UserError(f"cannot unpack {sdist.name}: {exc}", where="--vllm") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def tree_from_index(version: str, opener: Opener | None = None, cache: Path | None = None,
+                    progress: Callable[[str], None] | None = None) -> VllmTree:
+    cache = cache or cache_dir()
+    sdist, sha = fetch_sdist(version, opener, cache, progress)
+    root = extract(sdist, sha, cache)
+    _, commit = read_version(root)
+    return VllmTree(root=root, version=version, origin="pypi", sha256=sha, commit=commit)

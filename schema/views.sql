@@ -1,0 +1,44 @@
+-- The SQL surface for maintainers. Column lists are a contract (DESIGN.md):
+-- add columns only at the end, never rename. Booleans are 0/1; NULL = unknown.
+
+DROP VIEW IF EXISTS v_arch_capability;
+CREATE VIEW v_arch_capability AS
+SELECT vllm_version, platform, arch, class_path, file, line,
+       supports_pp, supports_lora, supports_multimodal, supports_encoder_tp_data,
+       is_hybrid, has_inner_state, is_attention_free, supports_transcription,
+       is_pooling_model, is_text_generation_model, supports_eagle3, is_moe
+FROM arch_capability;
+
+DROP VIEW IF EXISTS v_draft;
+CREATE VIEW v_draft AS
+SELECT vllm_version, platform, target_model_type, target_arch, method,
+       draft_arch, draft_class, draft_supports_pp, draft_inherits_pp
+FROM draft_mapping;
+
+DROP VIEW IF EXISTS v_gate;
+CREATE VIEW v_gate AS
+SELECT vllm_version, rule_id, status, effect, message, file, line, reason
+FROM gate_status;
+
+DROP VIEW IF EXISTS v_flag;
+CREATE VIEW v_flag AS
+SELECT vllm_version, flag, kind, canonical, value_type, file, line
+FROM cli_flag;
+
+DROP VIEW IF EXISTS v_parser;
+CREATE VIEW v_parser AS
+SELECT vllm_version, kind, name, module, class_name, file, line
+FROM parser_name;
+
+DROP VIEW IF EXISTS v_verdict;
+CREATE VIEW v_verdict AS
+SELECT vllm_version, platform, hardware, recipe, model_id, variant, strategy,
+       feature, mode, status, message, reason, evidence
+FROM verdict;
+
+DROP VIEW IF EXISTS v_finding;
+CREATE VIEW v_finding AS
+SELECT vllm_version, platform, hardware, recipe, model_id, variant, strategy,
+       feature, mode, status, message, reason, evidence, gated, pinned, works_from
+FROM verdict
+WHERE status <> 'ok';
