@@ -44,6 +44,10 @@ def compute(tree: VllmTree, platforms: tuple[str, ...],
     caps, rules = capability_rows(tree, platforms, index)
     notes = list(rules.notes)
     facts: dict[str, Any] = {"arch_capability": caps}
+    say(f"{tree.version}: speculative decoding")
+    spec, spec_notes = speculative_rows(tree, platforms, caps)
+    facts.update(spec)
+    notes += spec_notes
     for name, fn in _EXTRA_STAGES:
         say(f"{tree.version}: {name}")
         try:
@@ -58,3 +62,72 @@ def compute(tree: VllmTree, platforms: tuple[str, ...],
 
 # (name, fn(tree, platforms, index) -> ({table: rows}, notes)); filled as stages land.
 _EXTRA_STAGES: list[tuple[str, Callable[..., tuple[dict[str, list[dict]], list[str]]]]] = []
+
+
+def _override_targets(fn_node) -> list[dict]:
+    """Stub target configs for every model_type / architecture hf_config_override tests."""
+    import ast as _ast
+
+    types_, archs = set(), set()
+    for node in _ast.walk(fn_node):
+        if not isinstance(node, _ast.Compare):
+            continue
+        left = _ast.unparse(node.left)
+        consts = [c.value for comp in node.comparators for c in _ast.walk(comp)
+                  if isinstance(c, _ast.Constant) and isinstance(c.value, str)]
+        if left.endswith("model_type"):
+            types_.update(consts)
+        elif "architecture" in left:
+            archs.update(consts)
+    out = [{"model_type": t, "architectures": ["UnknownForCausalLM"], "num_nextn_predict_layers": 1}
+           for t in sorted(types_)]
+    out += [{"model_type": "unknown", "architectures": [a], "num_nextn_predict_layers": 1}
+            for a in sorted(archs)]
+    return out
+
+
+def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict]) -> tuple[dict, list[str]]:
+    from compat.sources.tree import SPECULATIVE
+    from compat.vllm.speculative import OverrideRunner, accepted_methods, draft_parallel_facts
+
+    notes: list[str] = []
+    methods = accepted_methods(tree)
+    if not methods:
+        notes.append(f"speculative: no SpeculativeMethod Literal in {SPECULATIVE}")
+    method_rows = [{"method": m.method, "canonical": m.canonical, "kind": m.kind,
+                    "file": SPECULATIVE, "line": m.line} for m in methods]
+    dp = draft_parallel_facts(tree)
+    dp_rows = []
+    for m in sorted({m.canonical for m in methods}):
+        if dp is None:
+            dp_rows.append({"method": m, "pp_source": "unknown", "ep_source": "unknown",
+                            "file": SPECULATIVE, "line": 0, "detail": "create_draft_parallel_config not found"})
+        else:
+            dp_rows.append({"method": m, "pp_source": dp.pp_source(m),
+                            "ep_source": dp.ep_from_create if dp.pp_source(m) not in ("target_config", "none") else (
+                                "target" if dp.pp_source(m) == "target_config" else "off"),
+                            "file": SPECULATIVE, "line": dp.line_for(m),
+                            "detail": "; ".join(dp.notes)})
+    runner = OverrideRunner(tree)
+    by_arch = {(c["platform"], c["arch"]): c for c in caps}
+    draft_rows = []
+    if runner.available:
+        inherits = dp.inherits_pp("mtp") if dp else None
+        for cfg in _override_targets(runner.fn):
+            res = runner.run(cfg)
+            for p in platforms:
+                draft_arch = res.architectures[0] if res.architectures else ""
+                cap = by_arch.get((p, draft_arch)) if res.changed else None
+                draft_rows.append({
+                    "platform": p, "target_model_type": cfg["model_type"],
+                    "target_arch": cfg["architectures"][0], "method": "mtp",
+                    "draft_arch": draft_arch if res.changed else "",
+                    "draft_class": cap["class_path"] if cap else "",
+                    "draft_supports_pp": cap["supports_pp"] if cap else None,
+                    "draft_inherits_pp": None if inherits is None else int(inherits),
+                    "status": res.status if res.changed or res.status != "ok" else "unchanged",
+                    "detail": res.detail, "file": SPECULATIVE, "line": res.line or runner.line,
+                })
+    else:
+        notes.append("speculative: hf_config_override not found")
+    return {"spec_method": method_rows, "draft_parallel": dp_rows, "draft_mapping": draft_rows}, notes

@@ -1,0 +1,205 @@
+"""Run one function taken from vLLM source in isolation, on a stub config.
+
+The function is compiled from its AST alone (decorators dropped), with restricted
+builtins (no open, eval, exec or compile), an import hook that only serves pure
+stdlib modules and *literal constants* of vLLM modules read from the same tree, and
+a line budget plus a wall-clock limit enforced by a tracer. A global or import the
+stubs do not cover raises SandboxError naming it, so a new dependency in a future
+release shows up as `unknown` (and fails a test), never as a silent pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy as _copy
+import sys
+import time
+import types
+from typing import Any
+
+from compat.sources.tree import VllmTree
+
+LINE_BUDGET = 200_000
+TIME_LIMIT_S = 5.0
+
+SUBCONFIG_KEYS = {
+    "text_config", "vision_config", "audio_config", "decoder", "encoder", "mtp_config",
+    "thinker_config", "talker_config", "llm_config", "language_config", "dflash_config",
+}
+_SAFE_BUILTINS = (
+    "abs all any bool callable dict enumerate filter float frozenset getattr hasattr int "
+    "isinstance issubclass iter len list map max min next object print range repr reversed "
+    "round set setattr slice sorted str sum tuple type zip ValueError TypeError KeyError "
+    "AttributeError NotImplementedError RuntimeError AssertionError IndexError Exception "
+    "True False None"
+).split()
+_STDLIB_OK = {"copy", "math", "re", "json", "typing", "collections", "functools", "itertools"}
+
+
+class SandboxError(Exception):
+    """The isolated function needed something the sandbox does not provide, or ran too long."""
+
+
+class StubConfig:
+    """Attribute bag standing in for a transformers PretrainedConfig."""
+
+    def __init__(self, data: dict[str, Any] | None = None, **kw: Any) -> None:
+        for k, v in {**(data or {}), **kw}.items():
+            object.__setattr__(self, k, _wrap(k, v))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _note_change()
+        object.__setattr__(self, name, value)
+
+    def update(self, values: dict[str, Any]) -> None:
+        _note_change()
+        for k, v in values.items():
+            object.__setattr__(self, k, _wrap(k, v))
+
+    def get_text_config(self, decoder: bool = False, **_: Any) -> StubConfig:
+        tc = self.__dict__.get("text_config")
+        return tc if isinstance(tc, StubConfig) else self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (v.to_dict() if isinstance(v, StubConfig) else _copy.deepcopy(v))
+                for k, v in self.__dict__.items()}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.__dict__
+
+    def __repr__(self) -> str:
+        return f"StubConfig(model_type={self.__dict__.get('model_type')!r})"
+
+
+def _wrap(key: str, value: Any) -> Any:
+    if isinstance(value, dict) and key in SUBCONFIG_KEYS:
+        return StubConfig(value)
+    return value
+
+
+# The line (in the isolated function) of the first config mutation of the current run.
+_STATE: dict[str, Any] = {"marker": None, "first": 0}
+
+
+def _note_change() -> None:
+    if _STATE["first"] or _STATE["marker"] is None:
+        return
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename == _STATE["marker"]:
+            _STATE["first"] = f.f_lineno
+            return
+        f = f.f_back
+
+
+def _get_hf_text_config(config: Any) -> Any:
+    for attr in ("text_config", "thinker_config", "llm_config", "language_config"):
+        sub = getattr(config, attr, None)
+        if isinstance(sub, StubConfig):
+            inner = getattr(sub, "text_config", None)
+            return inner if isinstance(inner, StubConfig) else sub
+    return config
+
+
+class _Logger:
+    def __getattr__(self, _name: str) -> Any:
+        return lambda *a, **k: None
+
+
+def _constants_module(tree: VllmTree, module: str) -> types.ModuleType:
+    rel = module.replace(".", "/") + ".py"
+    mod_ast = tree.parse(rel) or tree.parse(module.replace(".", "/") + "/__init__.py")
+    if mod_ast is None:
+        raise SandboxError(f"in-function import of {module}: not in the tree")
+    m = types.ModuleType(module)
+    for st in mod_ast.body:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            try:
+                val = ast.literal_eval(st.value)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    setattr(m, t.id, val)
+    return m
+
+
+def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
+    safe = {n: getattr(builtins, n) for n in _SAFE_BUILTINS if hasattr(builtins, n)}
+
+    def importer(name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level:
+            raise SandboxError(f"relative in-function import of {name}")
+        if name.split(".")[0] in _STDLIB_OK:
+            return __import__(name, globals_, locals_, fromlist, level)
+        if name.startswith("vllm."):
+            m = _constants_module(tree, name)
+            for f in fromlist or ():
+                if not hasattr(m, f):
+                    raise SandboxError(f"in-function import of {name}.{f}: not a literal constant (unstubbed)")
+            return m
+        raise SandboxError(f"in-function import of {name} is not stubbed")
+
+    safe["__import__"] = importer
+    g: dict[str, Any] = {
+        "__builtins__": safe, "__name__": "compat_isolated",
+        "copy": _copy, "get_hf_text_config": _get_hf_text_config,
+        "PretrainedConfig": StubConfig, "PreTrainedConfig": StubConfig,
+        "logger": _Logger(), "Any": Any,
+    }
+    return g
+
+
+def _free_names(fn: ast.FunctionDef) -> set[str]:
+    assigned = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+    loaded: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            (assigned if isinstance(node.ctx, (ast.Store, ast.Del)) else loaded).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                assigned.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            assigned.add(node.arg)
+    return loaded - assigned
+
+
+def run_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[str, Any],
+                 *args: Any) -> tuple[Any, int]:
+    """Execute `fn(StubConfig(config), *args)`; returns (result, line of first config change)."""
+    g = _globals_for(tree, fn)
+    missing = sorted(n for n in _free_names(fn) if n not in g and n not in g["__builtins__"])
+    fn2 = _copy.deepcopy(fn)
+    fn2.decorator_list = []
+    marker = f"<isolated {file}:{fn.name}>"
+    module = ast.Module(body=[fn2], type_ignores=[])
+    code = compile(ast.fix_missing_locations(module), marker, "exec")
+    exec(code, g)  # noqa: S102 (defines the function only)
+    func = g[fn.name]
+    cfg = StubConfig(_copy.deepcopy(config))
+    deadline = time.monotonic() + TIME_LIMIT_S
+    count = [0]
+
+    def tracer(frame: Any, event: str, _arg: Any) -> Any:
+        if frame.f_code.co_filename != marker:
+            return None
+        if event == "line":
+            count[0] += 1
+            if count[0] > LINE_BUDGET or (count[0] % 1000 == 0 and time.monotonic() > deadline):
+                raise SandboxError(f"{fn.name} exceeded its time budget")
+        return tracer
+
+    _STATE["marker"], _STATE["first"] = marker, 0
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = func(cfg, *args)
+    except NameError as exc:
+        raise SandboxError(f"{fn.name} uses an unstubbed global ({exc}); free names not stubbed: {missing}") from None
+    finally:
+        sys.settrace(old)
+        first = _STATE["first"]
+        _STATE["marker"] = None
+    return result, first

@@ -1,0 +1,322 @@
+"""Speculative decoding per release: accepted methods, draft architecture, draft parallelism.
+
+The draft architecture for model-based methods comes from
+`SpeculativeConfig.hf_config_override`, a long chain of string tests that changes
+every release. Rather than re-implementing it, we run that release's own function in
+isolation: the FunctionDef is taken from the AST, compiled alone, and executed with a
+stub config object, restricted builtins, an import hook that only serves stubbed
+modules, and a line budget (see compat.vllm.sandbox). The EAGLE rewrite is read the
+same way from `EAGLEConfig.__init__`. Whether the draft inherits the target's pipeline
+parallel size is read from the `ParallelConfig(...)` call in
+`create_draft_parallel_config` and from the `__post_init__` branches that reuse the
+target's parallel config.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.sources.tree import SPECULATIVE, VllmTree
+from compat.vllm.sandbox import SandboxError, StubConfig, run_isolated
+
+EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
+MTP_ALIAS_LITERAL = "MTPModelTypes"
+ROOT_LITERAL = "SpeculativeMethod"
+
+
+@dataclass(frozen=True)
+class Method:
+    method: str
+    canonical: str
+    kind: str  # method | mtp_alias
+    line: int
+
+
+def _class(mod: ast.Module, name: str) -> ast.ClassDef | None:
+    for st in mod.body:
+        if isinstance(st, ast.ClassDef) and st.name == name:
+            return st
+    return None
+
+
+def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
+    if cls is None:
+        return None
+    for st in cls.body:
+        if isinstance(st, ast.FunctionDef) and st.name == name:
+            return st
+    return None
+
+
+def accepted_methods(tree: VllmTree) -> list[Method]:
+    """Expand the `Literal` aliases behind `SpeculativeMethod`; [] if the layout is unknown."""
+    mod = tree.parse(SPECULATIVE)
+    if mod is None:
+        return []
+    literals: dict[str, tuple[ast.expr, int]] = {}
+    for st in mod.body:
+        value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+        targets = (st.targets if isinstance(st, ast.Assign) else [st.target]) if value is not None else []
+        if (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
+                and value.value.id == "Literal"):
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    literals[t.id] = (value.slice, st.lineno)
+
+    def expand(name: str, seen: frozenset[str]) -> list[tuple[str, int, str]]:
+        if name not in literals or name in seen:
+            return []
+        node, line = literals[name]
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        out: list[tuple[str, int, str]] = []
+        for e in elts:
+            if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                out.append((e.value, getattr(e, "lineno", line), name))
+            elif isinstance(e, ast.Name):
+                out += expand(e.id, seen | {name})
+        return out
+
+    if ROOT_LITERAL not in literals:
+        return []
+    aliases = {v for v, _, _ in expand(MTP_ALIAS_LITERAL, frozenset())}
+    methods, seen_m = [], set()
+    for value, line, _origin in expand(ROOT_LITERAL, frozenset()):
+        if value in seen_m:
+            continue
+        seen_m.add(value)
+        if value in aliases and value != "mtp":
+            methods.append(Method(value, "mtp", "mtp_alias", line))
+        else:
+            methods.append(Method(value, value, "method", line))
+    return methods
+
+
+# -- draft parallel config -------------------------------------------------------------
+
+@dataclass
+class DraftParallelFacts:
+    """How each method builds the draft's ParallelConfig in one release."""
+
+    pp_from_create: str  # target | one | unknown  (the ParallelConfig(...) keyword)
+    ep_from_create: str  # off | target | target_if_moe | unknown
+    create_line: int
+    target_pc_methods: dict[str, int]  # methods whose draft PC *is* the target PC -> line
+    no_draft_methods: dict[str, int]  # methods with no draft model config at all -> line
+    verify_line: int  # `self.draft_model_config.verify_with_parallel_config(` in _verify_args
+    notes: list[str] = field(default_factory=list)
+
+    def pp_source(self, method: str) -> str:
+        if method in self.no_draft_methods:
+            return "none"
+        if method in self.target_pc_methods:
+            return "target_config"
+        return self.pp_from_create
+
+    def inherits_pp(self, method: str) -> bool | None:
+        src = self.pp_source(method)
+        return {"target": True, "target_config": True, "one": False, "none": False}.get(src)
+
+    def line_for(self, method: str) -> int:
+        return (self.no_draft_methods.get(method) or self.target_pc_methods.get(method)
+                or self.create_line)
+
+
+def _methods_in_test(test: ast.expr) -> list[str]:
+    out: list[str] = []
+    for node in ast.walk(test):
+        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "method"):
+            for comp in node.comparators:
+                for c in ast.walk(comp):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        out.append(c.value)
+    return out
+
+
+def _assigns(body: list[ast.stmt], attr: str) -> list[ast.Assign]:
+    found = []
+    for st in body:
+        for node in ast.walk(st):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Attribute) and node.targets[0].attr == attr):
+                found.append(node)
+    return found
+
+
+def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
+    mod = tree.parse(SPECULATIVE)
+    cls = _class(mod, "SpeculativeConfig") if mod else None
+    create = _method(cls, "create_draft_parallel_config")
+    post = _method(cls, "__post_init__")
+    if create is None or post is None:
+        return None
+    notes: list[str] = []
+    pp, ep, line = "unknown", "off", create.lineno
+    for node in ast.walk(create):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ParallelConfig":
+            line = node.lineno
+            kws = {k.arg: k.value for k in node.keywords}
+            v = kws.get("pipeline_parallel_size")
+            if isinstance(v, ast.Constant) and v.value == 1:
+                pp = "one"
+            elif isinstance(v, ast.Attribute) and v.attr == "pipeline_parallel_size":
+                pp = "target"
+            elif v is None:
+                pp = "one"  # ParallelConfig's default pipeline_parallel_size is 1
+                notes.append("create_draft_parallel_config passes no pipeline_parallel_size")
+            else:
+                notes.append(f"unrecognised pipeline_parallel_size={ast.unparse(v)}")
+            e = kws.get("enable_expert_parallel")
+            if e is None:
+                ep = "off"
+            elif isinstance(e, ast.Attribute) and e.attr == "enable_expert_parallel":
+                ep = "target"
+            else:
+                src = ast.unparse(create)
+                ep = "target_if_moe" if "is_moe" in src else "unknown"
+            if isinstance(v, ast.Attribute) and v.attr == "pipeline_parallel_size":
+                line = v.lineno
+            elif isinstance(v, ast.Constant):
+                line = v.lineno
+    target_pc: dict[str, int] = {}
+    no_draft: dict[str, int] = {}
+    # The method dispatch in __post_init__ is one if/elif chain: walk it branch by branch.
+    for node in ast.walk(post):
+        if not isinstance(node, ast.If) or not _methods_in_test(node.test):
+            continue
+        chain, cur = [], node
+        while True:
+            chain.append(cur)
+            if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If):
+                cur = cur.orelse[0]
+            else:
+                break
+        if not any(_assigns(b.body, "draft_parallel_config") for b in chain):
+            continue
+        for branch in chain:
+            methods = _methods_in_test(branch.test)
+            pcs = [a for a in _assigns(branch.body, "draft_parallel_config")
+                   if isinstance(a.value, ast.Attribute) and a.value.attr == "target_parallel_config"]
+            for m in methods:
+                if pcs:
+                    target_pc.setdefault(m, pcs[0].lineno)
+                elif not _assigns(branch.body, "draft_model_config"):
+                    no_draft.setdefault(m, branch.lineno)
+        break
+    verify_line = 0
+    verify = _method(cls, "_verify_args")
+    text = tree.read(SPECULATIVE) or ""
+    if verify is not None:
+        for node in ast.walk(verify):
+            if (isinstance(node, ast.Attribute) and node.attr == "verify_with_parallel_config"):
+                verify_line = node.lineno
+                break
+    if not verify_line and "verify_with_parallel_config(" in text:
+        verify_line = text[: text.index("verify_with_parallel_config(")].count("\n") + 1
+    return DraftParallelFacts(pp, ep, line, target_pc, no_draft, verify_line, notes)
+
+
+# -- hf_config_override ----------------------------------------------------------------
+
+@dataclass
+class OverrideResult:
+    status: str  # ok | error | unknown
+    model_type: str | None = None
+    architectures: tuple[str, ...] = ()
+    changed: bool = False
+    line: int = 0  # line (in speculative.py) of the first statement that rewrote the config
+    detail: str = ""
+
+
+class OverrideRunner:
+    """One release's `SpeculativeConfig.hf_config_override`, compiled once."""
+
+    def __init__(self, tree: VllmTree) -> None:
+        self.tree = tree
+        self.fn: ast.FunctionDef | None = None
+        self.line = 0
+        mod = tree.parse(SPECULATIVE)
+        cls = _class(mod, "SpeculativeConfig") if mod else None
+        fn = _method(cls, "hf_config_override")
+        if fn is not None:
+            self.fn = fn
+            self.line = fn.lineno
+        self._code = None
+
+    @property
+    def available(self) -> bool:
+        return self.fn is not None
+
+    def run(self, config: dict[str, Any]) -> OverrideResult:
+        if self.fn is None:
+            return OverrideResult("unknown", detail=f"no SpeculativeConfig.hf_config_override in {SPECULATIVE}")
+        try:
+            cfg, first_line = run_isolated(self.tree, self.fn, SPECULATIVE, config)
+        except SandboxError as exc:
+            return OverrideResult("unknown", detail=str(exc))
+        except Exception as exc:  # vLLM's own validation inside the override (e.g. Inkling)
+            return OverrideResult("error", detail=f"{type(exc).__name__}: {exc}")
+        archs = tuple(getattr(cfg, "architectures", None) or ())
+        mt = getattr(cfg, "model_type", None)
+        changed = (archs != tuple(config.get("architectures") or ())) or mt != config.get("model_type")
+        return OverrideResult("ok", mt, archs, changed, first_line,
+                              "rewrote the config" if changed else "left the config unchanged")
+
+
+# -- EAGLE architecture rewrite ------------------------------------------------------------
+
+def eagle_rewrite(tree: VllmTree, method: str, archs: list[str]) -> tuple[list[str] | None, int, str]:
+    """Apply `EAGLEConfig.__init__`'s rewrite for `method` to `archs`: (archs, line, why)."""
+    mod = tree.parse(EAGLE_CONFIG)
+    cls = _class(mod, "EAGLEConfig") if mod else None
+    init = _method(cls, "__init__")
+    if init is None:
+        return None, 0, f"no EAGLEConfig.__init__ in {EAGLE_CONFIG}"
+    for node in ast.walk(init):
+        if not isinstance(node, ast.If) or method not in _methods_in_test_name(node.test, "method"):
+            continue
+        for st in node.body:
+            if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript)
+                    and isinstance(st.value, ast.ListComp)):
+                key = st.targets[0].slice
+                if isinstance(key, ast.Constant) and key.value == "architectures":
+                    out = _eval_listcomp(st.value, archs)
+                    if out is None:
+                        return None, st.lineno, "EAGLE rewrite not evaluable"
+                    return out, st.lineno, "EAGLEConfig rewrite"
+    return None, init.lineno, f"EAGLEConfig has no architecture rewrite for method {method!r}"
+
+
+def _methods_in_test_name(test: ast.expr, name: str) -> list[str]:
+    out = []
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == name:
+            for c in node.comparators:
+                for k in ast.walk(c):
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                        out.append(k.value)
+    return out
+
+
+def _eval_listcomp(comp: ast.ListComp, archs: list[str]) -> list[str] | None:
+    """Evaluate `[f(arch) for arch in <anything>]` with `arch` over `archs`."""
+    if len(comp.generators) != 1 or not isinstance(comp.generators[0].target, ast.Name):
+        return None
+    var = comp.generators[0].target.id
+    expr = ast.Expression(comp.elt)
+    try:
+        code = compile(ast.fix_missing_locations(expr), EAGLE_CONFIG, "eval")
+        out = []
+        for a in archs:
+            if all(eval(compile(ast.Expression(c), EAGLE_CONFIG, "eval"), {"__builtins__": {}}, {var: a})
+                   for c in comp.generators[0].ifs):
+                out.append(eval(code, {"__builtins__": {}}, {var: a}))  # noqa: S307 (pure str ops)
+        return [str(x) for x in out]
+    except Exception:
+        return None
+
+
+__all__ = ["Method", "accepted_methods", "DraftParallelFacts", "draft_parallel_facts",
+           "OverrideRunner", "OverrideResult", "eagle_rewrite", "StubConfig"]
