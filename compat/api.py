@@ -32,3 +32,150 @@ def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
         for facts in facts_all:
             write_facts(engine, facts)
     return summary
+
+
+def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
+    """Map each pin ('0.23.0', 'nightly', '0.11') to a release on the index, where possible."""
+    from compat.errors import UserError
+    from compat.sources.pypi import version_key, versions_on_index
+
+    try:
+        available = versions_on_index()
+    except UserError:
+        available = []
+    out: dict[str, str] = {}
+    for pin in pins:
+        if pin == "nightly":
+            if available:
+                out[pin] = available[-1]
+        elif pin in available:
+            out[pin] = pin
+        else:
+            # "0.11" or "0.11.0" spelled differently: the first release with that prefix.
+            cands = [v for v in available if v == pin or v.startswith(pin.rstrip(".") + ".")]
+            if cands:
+                out[pin] = sorted(cands, key=version_key)[0]
+    return out
+
+
+def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
+          hf_config_dir: Path | None = None, allow_hub: bool = False,
+          progress: Progress | None = None) -> dict[str, Any]:
+    """Scan + load recipes + resolve models + decide every combination; one atomic write."""
+    import json
+    import time
+
+    from compat.errors import UserError
+    from compat.hf import ModelResolver
+    from compat.recipes import enumerate_repo, load_repo
+    from compat.sources import tree_from_index, tree_from_path
+    from compat.sources.pypi import version_key
+    from compat.verdict.engine import Judge
+    from compat.verdict.knowledge import load_knowledge
+
+    say = progress or (lambda _m: None)
+    t0 = time.perf_counter()
+    repo = load_repo(recipes)
+    enum = enumerate_repo(repo)
+    combos = enum.combinations
+    say(f"recipes: {len(repo.recipes)} files, {len(combos)} combinations")
+    explicit = bool(versions or srcs)
+    trees = {}
+    unavailable: dict[str, str] = {}
+    if explicit:
+        for v in versions:
+            trees[v] = tree_from_index(v, progress=progress)
+        for s in srcs:
+            t = tree_from_path(s)
+            trees[t.version] = t
+        pin_of = {}
+    else:
+        pins = {c.vllm_pin for c in combos if c.vllm_pin}
+        pin_of = _resolve_pins(pins, progress)
+        for pin in sorted(pins):
+            if pin not in pin_of:
+                unavailable[pin] = f"release {pin!r} is not on the package index"
+        for v in sorted(set(pin_of.values()), key=version_key):
+            try:
+                trees[v] = tree_from_index(v, progress=progress)
+            except UserError as exc:
+                unavailable[v] = exc.line()
+    releases = sorted(trees, key=version_key)
+    facts_all = {}
+    for v in releases:
+        facts, _cached = release_facts(trees[v], progress)
+        facts_all[v] = facts
+    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=list(trees.values()))
+    coverage = models.coverage([c.model_id for c in combos if not c.omni])
+    say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
+    summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
+                               "unavailable": unavailable, "coverage": coverage}
+    with dbm.writing(db_path) as engine:
+        for v in releases:
+            write_facts(engine, facts_all[v])
+        judges = {v: Judge(load_knowledge(engine, v, trees[v]), models) for v in releases}
+        rows = []
+        for c in combos:
+            if explicit:
+                targets = [(v, 1) for v in releases]
+            else:
+                pinned = pin_of.get(c.vllm_pin)
+                targets = [(pinned, 1)] if pinned in judges else []
+            if not targets:
+                rows.append(_row(c, c.vllm_pin or "?", "unknown",
+                                 f"pinned release {c.vllm_pin!r} unavailable: "
+                                 f"{unavailable.get(c.vllm_pin, 'not resolvable')}", "", [], 1))
+                continue
+            decided = {}
+            for v, pinned_flag in targets:
+                o = judges[v].judge(c)
+                decided[v] = o
+                rows.append(_row(c, v, o.status, o.reason, o.message, o.chain, pinned_flag, o.evidence))
+            # For blocked rows, the first scanned release (newer) where the combination is ok.
+            for v, o in list(decided.items()):
+                if o.status != "blocked":
+                    continue
+                for later in releases:
+                    if version_key(later) <= version_key(v):
+                        continue
+                    lo = decided.get(later) or judges[later].judge(c)
+                    if later not in decided:
+                        decided[later] = lo
+                        rows.append(_row(c, later, lo.status, lo.reason, lo.message, lo.chain, 0, lo.evidence))
+                    if lo.status == "ok":
+                        for r in rows:
+                            if r["_key"] == (id(c), v):
+                                r["works_from"] = later
+                        break
+        for r in rows:
+            r.pop("_key")
+        dbm.replace_rows(engine, dbm.Verdict, rows)
+        fact_rows = []
+        for mid in sorted({c.model_id for c in combos}):
+            f = models.resolve(mid)
+            fact_rows.append({"model_id": mid, "status": f.status, "reason": f.reason or "",
+                              "architectures": json.dumps(list(f.architectures)), "model_type": f.model_type,
+                              "num_nextn_predict_layers": f.num_nextn_predict_layers,
+                              "num_experts": f.num_experts, "source": f.source or "",
+                              "provenance": f.provenance or "", "inferred": int(bool(f.inferred))})
+        dbm.replace_rows(engine, dbm.ModelFact, fact_rows)
+    from collections import Counter
+
+    summary["verdicts"] = len(rows)
+    summary["by_status"] = dict(Counter((r["vllm_version"], r["status"]) for r in rows if r["pinned"]))
+    summary["seconds"] = round(time.perf_counter() - t0, 2)
+    return summary
+
+
+def _row(c: Any, version: str, status: str, reason: str, message: str, chain: list[str],
+         pinned: int, evidence: list[str] | None = None) -> dict[str, Any]:
+    import json
+
+    return {
+        "vllm_version": version, "platform": c.platform, "hardware": c.hardware, "recipe": c.recipe,
+        "model_id": c.model_id, "variant": c.variant, "strategy": c.strategy, "feature": c.feature,
+        "mode": c.mode, "status": status, "message": message, "reason": reason,
+        "evidence": "; ".join(e for e in (evidence or []) if e), "gated": int(c.gated),
+        "pinned": pinned, "works_from": "", "argv": json.dumps([list(a) for a in c.argvs]),
+        "chain": json.dumps(chain), "_key": (id(c), version),
+    }

@@ -96,6 +96,88 @@ def sql(
         out.print(t)
 
 
+@app.command()
+def build(
+    recipes: Annotated[Path, typer.Option("--recipes", help="Checkout of vllm-project/recipes.")],
+    vllm: VllmOpt = None,
+    vllm_src: SrcOpt = None,
+    db: DbOpt = Path("compat.db"),
+    hf_config_dir: Annotated[Path | None, typer.Option("--hf-config-dir", help="Local config.json files (HF cache layout or <org>/<name>/).")] = None,
+    allow_hub: Annotated[bool, typer.Option("--allow-hub", help="Fetch config.json from the HF Hub for unresolved ids.")] = False,
+) -> None:
+    """Scan, load recipes, resolve models and decide every combination.
+
+    With no --vllm each recipe is judged at the release it pins; with --vllm every
+    recipe is judged at exactly those releases.
+
+    Example: compat build --recipes ../recipes --vllm 0.23.0 --vllm 0.33.0 --db compat.db
+    """
+    from compat import api
+
+    s = api.build(recipes, vllm or [], vllm_src or [], db, hf_config_dir, allow_hub, progress=_progress)
+    cov = s["coverage"]
+    out.print(f"{s['combinations']} combinations, {s['verdicts']} verdict rows, releases: "
+              f"{', '.join(s['releases']) or '-'} ({s['seconds']}s)")
+    out.print(f"model configs: {cov.get('resolved')}/{cov.get('total')} resolved "
+              f"({', '.join(f'{k} {v}' for k, v in cov.get('by_source', {}).items())}); "
+              f"{len(cov.get('unknown', []))} unknown")
+    for pin, why in sorted(s["unavailable"].items()):
+        out.print(f"[yellow]release {pin}: {why}[/yellow]")
+    t = Table(title="verdicts at the judged releases")
+    statuses = ("ok", "warning", "unknown", "blocked")
+    t.add_column("vllm")
+    for st in statuses:
+        t.add_column(st, justify="right")
+    for v in sorted({v for v, _ in s["by_status"]}, key=_vkey):
+        t.add_row(v, *[str(s["by_status"].get((v, st), 0)) for st in statuses])
+    out.print(t)
+
+
+def _vkey(v: str):
+    from compat.sources.pypi import version_key
+
+    return version_key(v)
+
+
+@app.command()
+def check(
+    db: DbOpt = Path("compat.db"),
+    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+) -> None:
+    """Exit 1 when a combination the site can synthesize is blocked and not gated.
+
+    Example: compat check --db compat.db --format json
+    """
+    from compat import report
+
+    if format not in ("text", "json"):
+        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
+    findings = report.findings(db)
+    if format == "json":
+        sys.stdout.write(json.dumps(findings, indent=1) + "\n")
+    else:
+        sys.stdout.write(report.render_text(findings))
+    if findings["blocked"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def explain(
+    model: Annotated[str, typer.Argument(help="Recipe model id (e.g. zai-org/GLM-5.2) or recipe path.")],
+    strategy: Annotated[str, typer.Argument(help="Strategy id, e.g. multi_node_tp_pp.")],
+    feature: Annotated[str, typer.Argument(help="FEATURE or FEATURE:MODE, or '' for the base command.")] = "",
+    vllm: Annotated[str | None, typer.Option("--vllm", help="Release (default: the pinned one).")] = None,
+    db: DbOpt = Path("compat.db"),
+) -> None:
+    """The causal chain behind a verdict, as a maintainer would write it in a bug report.
+
+    Example: compat explain zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --vllm 0.23.0
+    """
+    from compat import report
+
+    sys.stdout.write(report.explain(db, model, strategy, feature, vllm))
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)

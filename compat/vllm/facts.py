@@ -131,3 +131,47 @@ def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict
     else:
         notes.append("speculative: hf_config_override not found")
     return {"spec_method": method_rows, "draft_parallel": dp_rows, "draft_mapping": draft_rows}, notes
+
+
+def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex) -> tuple[dict, list[str]]:
+    """CLI flags (and dotted sub-keys), parser names, the raise inventory, gate anchors."""
+    from compat.vllm.cli_surface import extract_cli
+    from compat.vllm.gates import check_gates, load_rules
+    from compat.vllm.parsers import extract_parsers
+    from compat.vllm.raises import scan_raises
+
+    notes: list[str] = []
+    cli = extract_cli(tree)
+    if cli.status != "ok":
+        notes.append(f"cli: {cli.status}: {cli.reason}")
+    flag_rows = [{"flag": f.flag, "kind": f.kind, "canonical": f.canonical, "value_type": f.value_type,
+                  "file": f.file, "line": f.line} for f in cli.flags] if cli.status != "unknown" else []
+    for flag, keys in sorted(cli.subkeys.items()):
+        src = cli.subkey_sources.get(flag)
+        for key in sorted(keys):
+            flag_rows.append({"flag": f"{flag}.{key}", "kind": "subkey", "canonical": flag,
+                              "value_type": "", "file": (src.file if src else "") or "",
+                              "line": (src.line if src else 0) or 0})
+    parsers = extract_parsers(tree)
+    parser_rows = []
+    for ps in (parsers.tool, parsers.reasoning):
+        if ps.status != "ok":
+            notes.append(f"{ps.kind} parsers: {ps.reason}")
+            continue
+        for n in ps.names:
+            parser_rows.append({"kind": n.kind, "name": n.name, "module": n.module or "",
+                                "class_name": n.class_name or "", "file": n.file, "line": n.line})
+    inv = scan_raises(tree)
+    raise_rows = [{"file": s.file, "line": s.line, "exception": s.exception or "",
+                   "template": s.template, "condition": s.condition or ""} for s in inv.sites]
+    rules = {r.id: r for r in load_rules()}
+    gate_rows = []
+    for g in check_gates(tree, list(rules.values())):
+        r = rules[g.rule_id]
+        gate_rows.append({"rule_id": g.rule_id, "status": g.status, "effect": r.effect, "message": r.message,
+                          "file": g.file or "", "line": g.line or 0, "reason": g.reason or ""})
+    return {"cli_flag": flag_rows, "parser_name": parser_rows, "raise_message": raise_rows,
+            "gate_status": gate_rows}, notes
+
+
+_EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))

@@ -1,0 +1,301 @@
+"""The one place that decides: (combination, release) -> status, message, reason chain, evidence.
+
+Every consumer (check, overrides, site, explain, SQL) reads the rows this writes,
+so they cannot disagree. Status precedence: blocked > unknown > warning > ok; a
+check that lacks a fact says `unknown` with the reason, never `ok`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.hf import ModelFacts, ModelResolver
+from compat.recipes import Combination, ServeArgs, parse_serve_args
+from compat.verdict.knowledge import Knowledge
+from compat.vllm.speculative import eagle_rewrite
+
+PP_MSG = ("Pipeline parallelism is not supported for this model. "
+          "Supported models implement the `SupportsPP` interface.")
+EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
+_RANK = {"ok": 0, "warning": 1, "unknown": 2, "blocked": 3}
+
+
+@dataclass
+class Finding:
+    status: str
+    step: str
+    message: str = ""
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    status: str = "ok"
+    message: str = ""
+    chain: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+
+    def add(self, f: Finding) -> None:
+        self.chain.append(f"[{f.status}] {f.step}")
+        for e in f.evidence:
+            if e and e not in self.evidence:
+                self.evidence.append(e)
+        if _RANK[f.status] > _RANK[self.status]:
+            self.status = f.status
+            if f.message:
+                self.message = f.message
+        elif f.status == self.status and f.message and not self.message and f.status != "ok":
+            self.message = f.message
+
+    @property
+    def reason(self) -> str:
+        worst = [c for c in self.chain if c.startswith(f"[{self.status}]")]
+        return (worst[0] if worst else (self.chain[-1] if self.chain else ""))[len(self.status) + 3:]
+
+
+def _cls_ev(cap: dict[str, Any] | None) -> str:
+    return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
+
+
+class Judge:
+    """Decides combinations at one release; caches per model and speculative config."""
+
+    def __init__(self, k: Knowledge, models: ModelResolver) -> None:
+        self.k = k
+        self.models = models
+        self._spec_cache: dict[tuple, list[Finding]] = {}
+
+    # -- entry ---------------------------------------------------------------------
+    def judge(self, c: Combination) -> Outcome:
+        out = Outcome()
+        k = self.k
+        if c.omni:
+            out.add(Finding("unknown", "served by vLLM-Omni (meta.tasks has omni), a separate package "
+                            "with its own flags; not checked against vLLM"))
+            return out
+        if k.notes and any(n.startswith("layout:") for n in k.notes):
+            out.add(Finding("unknown", f"vLLM {k.version}: {'; '.join(n for n in k.notes if n.startswith('layout:'))}"))
+            return out
+        for p in c.problems:
+            out.add(Finding("unknown", f"recipe problem: {p}"))
+        facts = self.models.resolve(c.model_id)
+        for role, argv in c.argvs:
+            args = parse_serve_args(list(argv))
+            prefix = f"{role}: " if role else ""
+            for f in self._flags(args, prefix):
+                out.add(f)
+            for f in self._parsers(args, prefix):
+                out.add(f)
+            for f in self._model(c, args, facts, prefix):
+                out.add(f)
+        if not out.chain:
+            out.add(Finding("ok", "no check failed"))
+        return out
+
+    # -- flags and parsers -----------------------------------------------------------
+    def _flags(self, args: ServeArgs, prefix: str) -> list[Finding]:
+        k = self.k
+        if not k.flags:
+            return [Finding("unknown", f"{prefix}CLI flags of vLLM {k.version} could not be extracted")]
+        out = []
+        for t in args.tokens:
+            flag = t.flag
+            if t.negated:
+                flag = "--no-" + flag[2:]
+            row = k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
+            if row is None and t.negated and t.flag in k.flags:
+                # `--no-x` exists only for boolean fields; our type extraction may be wrong.
+                if k.flags[t.flag]["value_type"] in ("bool", "bool_or_str"):
+                    row = k.flags[t.flag]
+                else:
+                    out.append(Finding("unknown", f"{prefix}{t.raw}: {t.flag} exists in vLLM {k.version} but "
+                                       f"is not known to be boolean (type {k.flags[t.flag]['value_type']})"))
+                    continue
+            if row is None:
+                out.append(Finding(
+                    "blocked", f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
+                    f"vllm serve: error: unrecognized arguments: {t.raw}"))
+                continue
+            if t.subkey:
+                keys = k.subkeys.get(row["canonical"])
+                top = t.subkey.split(".")[0].rstrip("+")
+                if keys and top not in keys:
+                    out.append(Finding(
+                        "blocked", f"{prefix}{t.raw}: {top!r} is not a field of the config behind "
+                        f"{row['canonical']} in vLLM {k.version}",
+                        f"{top}: Extra inputs are not permitted", [f"{row['file']}:{row['line']}"]))
+        if args.speculative_config_error:
+            out.append(Finding("blocked", f"{prefix}--speculative-config is not valid JSON: "
+                               f"{args.speculative_config_error}", args.speculative_config_error))
+        return out
+
+    def _parsers(self, args: ServeArgs, prefix: str) -> list[Finding]:
+        k, out = self.k, []
+        checks = []
+        if args.tool_call_parser and args.enable_auto_tool_choice:
+            checks.append(("tool", args.tool_call_parser, "--tool-call-parser",
+                           f"invalid tool call parser: {args.tool_call_parser}"))
+        if args.reasoning_parser and args.reasoning_parser != "none":
+            checks.append(("reasoning", args.reasoning_parser, "--reasoning-parser",
+                           f"invalid reasoning parser: {args.reasoning_parser}"))
+        plugins = {t.flag for t in args.tokens} & {"--tool-parser-plugin", "--reasoning-parser-plugin"}
+        for kind, name, flag, msg in checks:
+            names = k.parsers.get(kind)
+            if name not in names and f"--{kind}-parser-plugin" in plugins:
+                out.append(Finding("unknown", f"{prefix}{flag} {name} is not built into vLLM {k.version}; "
+                                   f"a --{kind}-parser-plugin may register it"))
+                continue
+            if not names:
+                out.append(Finding("unknown", f"{prefix}{kind} parsers of vLLM {k.version} unknown"))
+            elif name not in names:
+                out.append(Finding("blocked", f"{prefix}{flag} {name} is not registered in vLLM {k.version} "
+                                   f"(a --{kind}-parser-plugin could add it)", msg))
+        return out
+
+    # -- model, parallelism, speculative decoding ---------------------------------
+    def _model(self, c: Combination, args: ServeArgs, facts: ModelFacts, prefix: str) -> list[Finding]:
+        k, out = self.k, []
+        pp, ep = args.pipeline_parallel_size, args.enable_expert_parallel
+        if facts.status != "resolved" or not facts.architectures:
+            out.append(Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}"))
+            return out
+        arch = facts.architectures[0]
+        cap = k.caps.get((c.platform, arch))
+        src = f"{facts.source}{' (inferred)' if facts.inferred else ''}"
+        if cap is None:
+            out.append(Finding("unknown", f"{prefix}{arch} ({c.model_id}, from {src}) is not in vLLM "
+                               f"{k.version}'s registry; vLLM may fall back to the Transformers backend"))
+            return out
+        if pp > 1:
+            if cap["supports_pp"] is None:
+                out.append(Finding("unknown", f"{prefix}supports_pp of {arch} unknown at {k.version}"))
+            elif not cap["supports_pp"]:
+                out.append(Finding("blocked", f"{prefix}--pipeline-parallel-size {pp}: target {arch} -> "
+                                   f"{cap['class_path']} does not support PP in vLLM {k.version}", PP_MSG,
+                                   [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")]))
+            else:
+                out.append(Finding("ok", f"{prefix}target {arch} -> {cap['class_path']} supports PP"))
+        if ep:
+            if facts.is_moe is None:
+                out.append(Finding("unknown", f"{prefix}--enable-expert-parallel: expert count of "
+                                   f"{c.model_id} unknown"))
+            elif not facts.is_moe:
+                out.append(Finding("blocked", f"{prefix}--enable-expert-parallel on {c.model_id}, which has no "
+                                   f"experts ({src})", EP_MSG, [k.raise_at("Number of experts in the model")]))
+        if args.speculative_config is not None:
+            key = (c.platform, c.model_id, json.dumps(args.speculative_config, sort_keys=True), pp)
+            if key not in self._spec_cache:
+                self._spec_cache[key] = self._spec(c.platform, args, facts, cap)
+            out += [Finding(f.status, prefix + f.step, f.message, f.evidence) for f in self._spec_cache[key]]
+        if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") and not cap.get("supports_encoder_tp_data"):
+            out.append(Finding("warning", f"{prefix}{arch} does not support --mm-encoder-tp-mode data; vLLM "
+                               "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
+                               "Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)]))
+        return out
+
+    def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
+        if facts.config:
+            return dict(facts.config)
+        cfg: dict[str, Any] = {"model_type": facts.model_type or "", "architectures": list(facts.architectures)}
+        if facts.num_nextn_predict_layers is not None:
+            cfg["num_nextn_predict_layers"] = facts.num_nextn_predict_layers
+        if facts.text_model_type:
+            cfg["text_config"] = {"model_type": facts.text_model_type}
+        return cfg
+
+    def _spec(self, platform: str, args: ServeArgs, facts: ModelFacts, cap: dict[str, Any]) -> list[Finding]:
+        k, out = self.k, []
+        spec = args.speculative_config or {}
+        method = spec.get("method")
+        model = spec.get("model")
+        if not k.methods:
+            return [Finding("unknown", f"speculative methods of vLLM {k.version} unknown")]
+        if method is None:
+            if isinstance(model, str) and "." in model and "/" not in model:
+                method = "custom_class"
+            elif model in ("ngram", "[ngram]"):
+                method = "ngram"
+            else:
+                method = "draft_model"
+                low = (model or "").lower()
+                for needle, m in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"), ("dspark", "dspark")):
+                    if needle in low and m in k.methods:
+                        method = m
+                        break
+        if method not in k.methods:
+            return [Finding("blocked", f"speculative method {method!r} is not accepted by vLLM {k.version}",
+                            f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; "
+                            f"got {method!r}")]
+        canonical = k.methods[method]
+        pc = k.draft_pc.get(canonical)
+        pp = args.pipeline_parallel_size
+        pp_src = pc["pp_source"] if pc else "unknown"
+        pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
+        step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
+        if pp_src == "none":
+            return [Finding("ok", f"{step}: no draft model, no draft parallel config", "", [pc_ev])]
+        if pp_src in ("target_config",) and canonical != "extract_hidden_states":
+            return [Finding("ok", f"{step}: the draft is the target itself; PP checked on the target", "", [pc_ev])]
+        # Which draft architecture does vLLM build?
+        draft_archs: list[str] = []
+        how = ""
+        if canonical == "extract_hidden_states":
+            draft_archs, how = ["ExtractHiddenStatesModel"], "ExtractHiddenStatesConfig"
+        elif canonical == "mtp":
+            runner = k.runner
+            if runner is None or not runner.available:
+                return [Finding("unknown", f"{step}: hf_config_override of vLLM {k.version} unavailable")]
+            res = runner.run(self._target_config(facts))
+            if res.status != "ok":
+                return [Finding("blocked" if res.status == "error" else "unknown",
+                                f"{step}: hf_config_override on {facts.model_id}: {res.detail}", res.detail)]
+            if canonical == "mtp" and (res.model_type not in k.mtp_types):
+                return [Finding("blocked", f"{step}: hf_config_override leaves {facts.model_id} as model_type "
+                                f"{res.model_type!r}, not an MTP type in vLLM {k.version}",
+                                f"Unsupported speculative method: '{method}'",
+                                [k.raise_at("Unsupported speculative method")])]
+            draft_archs = list(res.architectures)
+            how = (f"SpeculativeConfig.hf_config_override (vllm/config/speculative.py:{res.line}) "
+                   f"rewrites {facts.model_type}/{facts.architectures[0]} -> {draft_archs[0] if draft_archs else '?'}")
+        elif canonical in ("eagle", "eagle3", "dflash", "draft_model", "dspark", "medusa", "mlp_speculator"):
+            dfacts = self.models.resolve(model) if isinstance(model, str) else None
+            if dfacts is not None and dfacts.status == "resolved" and dfacts.architectures:
+                draft_archs = list(dfacts.architectures)
+                how = f"draft checkpoint {model} declares {draft_archs[0]}"
+                if canonical in ("eagle", "eagle3", "dflash") and k.tree is not None:
+                    rew, line, why = eagle_rewrite(k.tree, canonical, draft_archs)
+                    if rew:
+                        how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
+                        draft_archs = rew
+        inherits = pp_src in ("target", "target_config")
+        if not inherits or pp <= 1:
+            why = "PP 1" if pp <= 1 else f"draft PP forced to 1 ({pc_ev})"
+            return [Finding("ok", f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev])]
+        # PP > 1 and the draft inherits it: the draft class must support PP.
+        if draft_archs:
+            dcap = k.caps.get((platform, draft_archs[0]))
+            if dcap is None:
+                return [Finding("unknown", f"{step}: {how}; draft arch {draft_archs[0]} not registered in "
+                                f"vLLM {k.version}")]
+            if dcap["supports_pp"]:
+                return [Finding("ok", f"{step}: {how}; draft {dcap['class_path']} supports PP", "",
+                                [_cls_ev(dcap), pc_ev])]
+            return [Finding(
+                "blocked",
+                f"{step}: {how}; draft class {dcap['class_path']} lacks PP support, and "
+                f"create_draft_parallel_config copies pipeline_parallel_size={pp} from the target ({pc_ev}); "
+                f"the draft's verify_with_parallel_config raises",
+                PP_MSG, [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")])]
+        # Unknown draft checkpoint: decide only if every class the method can produce agrees.
+        prefix = {"eagle": "Eagle", "eagle3": "Eagle3", "dflash": "DFlash"}.get(canonical)
+        if prefix:
+            cands = [cp for (p, a), cp in k.caps.items() if p == platform and a.startswith(prefix)
+                     and "_SPECULATIVE_DECODING_MODELS" in (cp.get("category") or "")]
+            if cands and not any(cp["supports_pp"] for cp in cands):
+                return [Finding("blocked", f"{step}: draft checkpoint {model!r} unresolved, but none of the "
+                                f"{len(cands)} {prefix}* draft classes of vLLM {k.version} supports PP and the "
+                                f"draft inherits pipeline_parallel_size={pp} ({pc_ev})", PP_MSG,
+                                [pc_ev, k.raise_at("Pipeline parallelism is not supported")])]
+        return [Finding("unknown", f"{step}: draft checkpoint {model!r} unresolved; its PP support decides")]

@@ -1,0 +1,85 @@
+"""What the verdict engine knows about one release, loaded from the fact rows.
+
+Everything here comes from the database (written by `scan`), plus the release's
+tree for the two things that must run vLLM's own code on a recipe's model config
+(`hf_config_override` and the EAGLE rewrite).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from compat.sources.tree import VllmTree
+from compat.vllm.speculative import OverrideRunner
+
+
+@dataclass
+class Knowledge:
+    version: str
+    tree: VllmTree | None
+    caps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (platform, arch)
+    methods: dict[str, str] = field(default_factory=dict)  # method -> canonical
+    mtp_types: set[str] = field(default_factory=set)  # MTPModelTypes literal values
+    draft_pc: dict[str, dict[str, Any]] = field(default_factory=dict)  # canonical method -> row
+    flags: dict[str, dict[str, Any]] = field(default_factory=dict)  # flag -> row
+    subkeys: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    parsers: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    gates: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule id -> row
+    raises: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _runner: OverrideRunner | None = None
+
+    @property
+    def runner(self) -> OverrideRunner | None:
+        if self._runner is None and self.tree is not None:
+            self._runner = OverrideRunner(self.tree)
+        return self._runner
+
+    def raise_at(self, needle: str) -> str:
+        """file:line of the first raise whose template contains `needle`, else ''."""
+        for r in self.raises:
+            if needle in r["template"]:
+                return f"{r['file']}:{r['line']}"
+        return ""
+
+    def gate(self, rule_id: str) -> dict[str, Any] | None:
+        g = self.gates.get(rule_id)
+        return g if g and g["status"] == "verified" else None
+
+
+def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowledge:
+    k = Knowledge(version=version, tree=tree)
+    with engine.connect() as conn:
+        def rows(sql: str) -> list[dict[str, Any]]:
+            res = conn.exec_driver_sql(sql, (version,))
+            cols = list(res.keys())
+            return [dict(zip(cols, r)) for r in res.fetchall()]
+
+        for r in rows("select * from arch_capability where vllm_version = ?"):
+            k.caps[(r["platform"], r["arch"])] = r
+        for r in rows("select * from spec_method where vllm_version = ?"):
+            k.methods[r["method"]] = r["canonical"]
+            if r["canonical"] == "mtp":
+                k.mtp_types.add(r["method"])
+        for r in rows("select * from draft_parallel where vllm_version = ?"):
+            k.draft_pc[r["method"]] = r
+        for r in rows("select * from cli_flag where vllm_version = ?"):
+            if r["kind"] == "subkey":
+                flag, _, key = r["flag"].partition(".")
+                k.subkeys[flag].add(key)
+            else:
+                k.flags[r["flag"]] = r
+        for r in rows("select * from parser_name where vllm_version = ?"):
+            k.parsers[r["kind"]].add(r["name"])
+        for r in rows("select * from gate_status where vllm_version = ?"):
+            k.gates[r["rule_id"]] = r
+        k.raises = rows("select file, line, template from raise_message where vllm_version = ?")
+        rel = rows("select notes from release where version = ?")
+        if rel:
+            k.notes = json.loads(rel[0]["notes"] or "[]")
+    return k
