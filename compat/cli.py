@@ -184,7 +184,7 @@ def main() -> None:
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except UserError as exc:
-        err.print(f"error: {exc.line()}", markup=False, highlight=False)
+        sys.stderr.write(f"error: {exc.line()}\n")
         sys.exit(2)
     except typer.Abort:
         err.print("aborted", markup=False)
@@ -198,7 +198,7 @@ def main() -> None:
         import click
 
         if isinstance(exc, click.exceptions.ClickException):
-            err.print(f"error: {exc.format_message()}", markup=False, highlight=False)
+            sys.stderr.write(f"error: {exc.format_message()}\n")
             sys.exit(2)
         raise
 

@@ -31,6 +31,7 @@ _TIMEOUT = 60
 _EXTRACT_PREFIXES = ("vllm/",)
 _EXTRACT_FILES = (
     "tests/models/registry.py",
+    "tests/config/base_model_arch_groundtruth.json",
     "docs/models/supported_models.md",
     "docs/features/README.md",
     "docs/features/nixl_connector_compatibility.md",

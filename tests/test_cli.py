@@ -1,0 +1,58 @@
+"""The CLI as a user meets it: exit codes, one-line errors, atomic database writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MINI = Path(__file__).resolve().parent / "fixtures" / "minitrees" / "dispatch"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_scan_and_sql_json(tmp_path, isolated_cache):
+    db = tmp_path / "c.db"
+    r = run("scan", "--vllm-src", f"{MINI}=mini", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    r = run("sql", "SELECT arch, supports_pp FROM v_arch_capability WHERE platform='cuda' ORDER BY arch",
+            "--db", str(db), "--format", "json")
+    rows = json.loads(r.stdout)
+    assert {"arch": "PPModel", "supports_pp": 1} in rows
+    cols = run("sql", "SELECT * FROM v_arch_capability LIMIT 1", "--db", str(db), "--format", "csv").stdout
+    assert cols.splitlines()[0] == ("vllm_version,platform,arch,class_path,file,line,supports_pp,supports_lora,"
+                                    "supports_multimodal,supports_encoder_tp_data,is_hybrid,has_inner_state,"
+                                    "is_attention_free,supports_transcription,is_pooling_model,"
+                                    "is_text_generation_model,supports_eagle3,is_moe")
+
+
+def test_bad_inputs_exit_2_one_line(tmp_path, isolated_cache):
+    db = tmp_path / "c.db"
+    for args in (["scan", "--vllm-src", str(tmp_path), "--db", str(db)],
+                 ["sql", "SELECT 1", "--db", str(tmp_path / "missing.db")],
+                 ["sql", "SELECT 1", "--db", str(db), "--format", "xml"]):
+        r = run(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_failed_scan_leaves_database_untouched(tmp_path, isolated_cache):
+    db = tmp_path / "c.db"
+    assert run("scan", "--vllm-src", f"{MINI}=mini", "--db", str(db)).returncode == 0
+    before = db.read_bytes()
+    r = run("scan", "--vllm-src", f"{MINI}=mini", "--vllm-src", str(tmp_path / "nope"), "--db", str(db))
+    assert r.returncode == 2
+    assert db.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.slow
+def test_unknown_release_on_index(tmp_path):
+    r = run("scan", "--vllm", "9.99.0", "--db", str(tmp_path / "c.db"))
+    assert r.returncode == 2 and "not on the package index" in r.stderr
