@@ -8,6 +8,8 @@ guess an architecture.
 
 from __future__ import annotations
 
+from compat.resources import data_dir, schema_dir
+
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +20,9 @@ import yaml
 
 from compat.errors import UserError
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_CURATED = REPO / "data" / "model_configs.yaml"
-SCHEMA = REPO / "schema" / "model_configs.schema.json"
+REPO = data_dir().parent
+DEFAULT_CURATED = data_dir() / "model_configs.yaml"
+SCHEMA = schema_dir() / "model_configs.schema.json"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

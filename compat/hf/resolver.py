@@ -22,6 +22,8 @@ No hit: status "unknown" with the reasons each source gave, never a guess.
 
 from __future__ import annotations
 
+from compat.resources import data_dir, schema_dir
+
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -39,7 +41,7 @@ from compat.hf.vllm_docs import VllmDocsIndex
 from compat.hf.vllm_tests import VllmTestsIndex
 from compat.sources.tree import VllmTree
 
-TRANSFORMERS_TYPES = REPO / "data" / "transformers_model_types.json"
+TRANSFORMERS_TYPES = DEFAULT_CURATED.parent / "transformers_model_types.json"
 SOURCES = ("local", "hub", "curated", "vllm-tests", "vllm-docs", "derived")
 
 

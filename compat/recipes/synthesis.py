@@ -1,0 +1,437 @@
+"""Rebuild the `vllm serve` argv the recipes site synthesizes for one selection.
+
+A faithful port of `resolveCommand`'s `buildArgs` and `dedupeArgs` (recipes
+`src/lib/command-synthesis.js` at 8959cf6; research notes §2.2-§2.7), because
+the verdict is about the command users copy, quirks included: recipe arguments
+emitted after the strategy block shadow its sizes, feature arguments beat every
+override, and dedupe compares literal flag strings.
+
+Argument order (L1005-1331):
+ 1. model.base_args
+ 2. variant.extra_args, then variant.hardware_overrides[<exact id>].extra_args
+ 3. the strategy's vllm_args (a PD role's for pd_cluster), then its parallel
+    flags, rendered from data/strategy_requirements.yaml
+ 4. strategy_overrides[s].extra_args + vllm_args (PD: [role].extra_args + vllm_args)
+ 5. a strategy generation override replaces the recipe and variant generation
+    overrides; then the strategy and role exact-id overrides
+ 6. (advanced options: UI only, never rendered here)
+ 7. enabled features in order: a modal feature emits its resolved mode's args,
+    swapped by the mode's hardware-keyed override; a boolean feature emits its
+    args, swapped by its generation override
+ 8. (KV offload and Mooncake compositions: not rendered here)
+
+Simplifications: multi-node strategies render the head node at max(2, floor)
+nodes, as the JSON API does; pd_cluster renders one dedicated node per role in
+the role's default pool mode (the API instead sizes pools from VRAM and may
+co-locate both roles on one node); no advanced options, no KV offload layers.
+Boolean-feature hardware overrides are read by generation (else `nvidia`) as
+at 8959cf6; later revisions use the exact id > generation > brand > default
+lookup, which gives the same args on every recipe of the snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compat.recipes.features import allowed_for_strategy, feature_modes, resolve_mode
+from compat.recipes.hardware import as_mapping, generation_entry, keyed_entry, keyed_value
+from compat.recipes.offering import node_count as default_node_count
+from compat.recipes.offering import pd_role_parallelism
+from compat.recipes.repo import HardwareProfile, Problem, Recipe, Strategy
+from compat.recipes.requirements import StrategyRequirements, default_requirements
+from compat.recipes.shape import arg_list
+
+PD_ROLES = ("prefill", "decode")
+Argvs = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    """What one selection renders to."""
+
+    argvs: Argvs  # (role, argv); role '' unless pd_cluster
+    problems: tuple[Problem, ...]
+    node_count: int
+
+
+def dedupe_args(args: Iterable[str]) -> list[str]:
+    """`dedupeArgs` (L785-825): keep each flag's last (flag, value) unit, at its last position.
+
+    A '-'-token followed by a non-'-' token is a unit; positionals always stay.
+    Empty strings are dropped first, as `args.filter(Boolean)` does.
+    """
+    tokens = [a for a in args if a]
+    count = len(tokens)
+    units: list[tuple[str | None, int, int]] = []  # (flag or None, start, end)
+    i = 0
+    while i < count:
+        current = tokens[i]
+        if current[0] != "-":
+            units.append((None, i, i + 1))
+            i += 1
+        elif i + 1 < count and tokens[i + 1][0] != "-":
+            units.append((current, i, i + 2))
+            i += 2
+        else:
+            units.append((current, i, i + 1))
+            i += 1
+    seen: set[str] = set()
+    kept: list[tuple[int, int]] = []
+    for flag, start, end in reversed(units):
+        if flag is None:
+            kept.append((start, end))
+        elif flag not in seen:
+            seen.add(flag)
+            kept.append((start, end))
+    out: list[str] = []
+    for start, end in reversed(kept):
+        out.extend(tokens[start:end])
+    return out
+
+
+def _js_number(value: float) -> str:
+    """String(n) in JavaScript: integral numbers print without a decimal point."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _positive_number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def single_node_tp(
+    recipe: Recipe, variant: dict[str, Any], profile: HardwareProfile, strategy: str
+) -> int:
+    """`resolveSingleNodeTp` (L108-140): only single_node_tp may run below a full node."""
+    gpus = profile.gpu_count
+    if strategy != "single_node_tp":
+        return gpus
+    is_cpu = profile.generation == "cpu"
+    for declared in (
+        variant.get("tp"),
+        as_mapping(recipe.section("strategy_overrides").get(strategy)).get("tp"),
+    ):
+        tp = _positive_number(
+            declared if not isinstance(declared, dict) else keyed_value(declared, profile)
+        )
+        if tp is not None:
+            return int(tp) if is_cpu else int(min(tp, gpus))
+    need = _positive_number(variant.get("vram_minimum_gb"))
+    per_gpu = (profile.vram_gb or 0) / gpus if gpus else 0
+    if need is None or per_gpu <= 0:
+        return gpus
+    return 1 if need <= per_gpu else gpus
+
+
+class Synthesizer:
+    """One (recipe, variant, strategy, profile) selection; renders any feature state of it.
+
+    Steps 1-5 do not depend on features, so they are assembled once per role
+    and shared by every feature state rendered from this object (enumeration
+    renders several per selection). Problems found in the arg lists a render
+    touches are reported with it.
+    """
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        variant_key: str,
+        strategy: Strategy,
+        profile: HardwareProfile,
+        nodes: int | None = None,
+        requirements: StrategyRequirements | None = None,
+    ) -> None:
+        self.recipe = recipe
+        self.variant_key = variant_key
+        self.variant = recipe.variants.get(variant_key) or recipe.variants.get("default") or {}
+        self.strategy = strategy
+        self.profile = profile
+        self.requirements = requirements or default_requirements()
+        self.overrides = as_mapping(recipe.section("strategy_overrides").get(strategy.name))
+        self.nodes = nodes if nodes is not None else default_node_count(recipe, strategy, profile)
+        self.model = served_model(recipe, variant_key)
+        self.problems: list[Problem] = []
+        self._argvs: dict[tuple[str, ...], Argvs] = {}  # feature tail -> rendered argvs
+        self._features: dict[
+            tuple[str, str | None, bool], tuple[tuple[str, ...], tuple[Problem, ...]]
+        ] = {}
+        roles = PD_ROLES if strategy.deploy_type == "pd_cluster" else ("",)
+        self._prefix = {role: self.prefix(role) for role in roles}
+        self._prefix_problems = tuple(self.problems)
+
+    def render(
+        self,
+        features: Sequence[str],
+        modes: Mapping[str, str] | None = None,
+        ungated: Iterable[str] = (),
+    ) -> Synthesized:
+        """The deduped argv(s) with these features on (in emission order).
+
+        `modes` picks the mode of modal features; `ungated` features render even
+        where their `strategies` allowlist excludes the strategy.
+        """
+        self.problems = list(self._prefix_problems)
+        picks = modes or {}
+        allowed = frozenset(ungated)
+        tail: list[str] = []
+        for key in features:
+            tail += self.feature_args(key, picks.get(key), key in allowed)
+        tail_key = tuple(tail)
+        argvs = self._argvs.get(tail_key)
+        if argvs is None:
+            argvs = tuple(
+                (role, ("vllm", "serve", self.model, *dedupe_args([*prefix, *tail])))
+                for role, prefix in self._prefix.items()
+            )
+            self._argvs[tail_key] = argvs
+        return Synthesized(argvs, tuple(dict.fromkeys(self.problems)), self.nodes)
+
+    def take(self, value: Any, field: str, source: str | None = None) -> tuple[str, ...]:
+        """Read an args list; `source` names the file when it is not the recipe."""
+        args, problems = arg_list(value, source or self.recipe.path, field)
+        self.problems.extend(problems)
+        return args
+
+    # --- step 3: parallel flags -------------------------------------------------------
+
+    def parallel_flags(self, role: str, nodes: int) -> list[str]:
+        strategy, profile = self.strategy, self.profile
+        gpus = profile.gpu_count
+        symbols = {"G": gpus, "N": nodes, "NG": gpus * max(1, nodes), "node_rank": 0}
+        flags = {"@parallel_flag": strategy.parallel_flag}
+        multi = strategy.deploy_type == "multi_node" and nodes > 1
+        if multi and strategy.parallel_flag == "--data-parallel-size":
+            branch = "multi_node_dep"
+        elif multi and strategy.parallelism == "tp_pp":
+            branch = "multi_node_tp_pp"
+        elif multi and strategy.parallelism == "tp_dp":
+            branch = "multi_node_tp_dp"
+        elif multi:
+            branch = "multi_node_tp"
+        elif strategy.deploy_type == "pd_cluster":
+            return self.pd_pool_flags(role)
+        else:
+            branch = "single_node"
+            symbols["single_node_tp"] = single_node_tp(
+                self.recipe, self.variant, profile, strategy.name
+            )
+        return self.requirements.render(branch, symbols, frozenset(), flags)
+
+    def pd_pool_flags(self, role: str) -> list[str]:
+        profile, strategy = self.profile, self.strategy
+        gpus = profile.gpu_count
+        role_spec = as_mapping(strategy.data.get(role))
+        role_over = as_mapping(self.overrides.get(role))
+        mode = pd_role_parallelism(self.recipe, strategy, role)
+        pool_nodes = 1
+        symbols: dict[str, int] = {"G": gpus, "node_rank": 0, "pool_nodes": pool_nodes}
+        conditions: set[str] = set()
+        if pool_nodes > 1:
+            conditions.add("pool_nodes_gt_1")
+        if mode == "dep":
+            explicit = (
+                role_over.get("tp") if role_over.get("tp") is not None else role_spec.get("tp")
+            )
+            role_tp = _positive_number(explicit)
+            if explicit is not None and role_tp is None:
+                self.problems.append(
+                    Problem(
+                        self.recipe.path,
+                        f"strategy_overrides.{strategy.name}.{role}.tp",
+                        f"must be a positive number, not {explicit!r}; ignored",
+                    )
+                )
+            if role_tp is not None:
+                conditions.add("role_tp_explicit")
+            tp = int(role_tp) if role_tp is not None else 1
+            dp_local = max(1, math.floor(gpus / tp))
+            symbols.update(
+                role_tp=tp, dp_local=dp_local, dp_size=max(1, pool_nodes) * dp_local, start_rank=0
+            )
+            branch = "pd_pool_dep"
+        else:
+            if mode == "tep":
+                conditions.add("pool_tep")
+            symbols["pool_gpus"] = max(1, pool_nodes * gpus)
+            branch = "pd_pool_tp"
+        role_flag = next(
+            (
+                f
+                for f in (
+                    role_over.get("parallel_flag"),
+                    role_spec.get("parallel_flag"),
+                    strategy.parallel_flag,
+                )
+                if isinstance(f, str) and f
+            ),
+            "--tensor-parallel-size",
+        )
+        flags = {"@parallel_flag": strategy.parallel_flag, "@role_parallel_flag": role_flag}
+        return self.requirements.render(branch, symbols, frozenset(conditions), flags, role)
+
+    # --- the whole command ------------------------------------------------------------
+
+    def prefix(self, role: str) -> list[str]:
+        """Steps 1-5: everything before the feature arguments."""
+        recipe, variant, profile, strategy = self.recipe, self.variant, self.profile, self.strategy
+        v = f"variants.{self.variant_key}"
+        so = f"strategy_overrides.{strategy.name}"
+        args: list[str] = []
+        # 1-2. recipe and variant
+        args += self.take(recipe.model.get("base_args"), "model.base_args")
+        args += self.take(variant.get("extra_args"), f"{v}.extra_args")
+        variant_hw = as_mapping(variant.get("hardware_overrides"))
+        exact = variant_hw.get(profile.id)
+        if isinstance(exact, dict):
+            args += self.take(
+                exact.get("extra_args"), f"{v}.hardware_overrides.{profile.id}.extra_args"
+            )
+        # 3. strategy
+        if strategy.deploy_type != "pd_cluster":
+            args += self.take(strategy.data.get("vllm_args"), "vllm_args", strategy.path)
+        elif role:
+            role_args = as_mapping(strategy.data.get(role)).get("vllm_args")
+            args += self.take(role_args, f"{role}.vllm_args", strategy.path)
+        args += self.parallel_flags(role, self.nodes)
+        # 4. strategy overrides
+        scope = as_mapping(self.overrides.get(role)) if role else self.overrides
+        prefix = f"{so}.{role}" if role else so
+        args += self.take(scope.get("extra_args"), f"{prefix}.extra_args")
+        args += self.take(scope.get("vllm_args"), f"{prefix}.vllm_args")
+        # 5. hardware overrides
+        strategy_hw = self.overrides.get("hardware_overrides")
+        replacing = generation_entry(strategy_hw, profile)
+        if replacing is not None:
+            key, block = replacing
+            args += self.take(
+                as_mapping(block).get("extra_args"), f"{so}.hardware_overrides.{key}.extra_args"
+            )
+        else:
+            for mapping, field in (
+                (recipe.data.get("hardware_overrides"), "hardware_overrides"),
+                (variant_hw, f"{v}.hardware_overrides"),
+            ):
+                entry = generation_entry(mapping, profile)
+                if entry is not None:
+                    key, block = entry
+                    args += self.take(
+                        as_mapping(block).get("extra_args"), f"{field}.{key}.extra_args"
+                    )
+        exact_blocks = [(as_mapping(strategy_hw).get(profile.id), f"{so}.hardware_overrides")]
+        if role:
+            role_hw = as_mapping(as_mapping(self.overrides.get(role)).get("hardware_overrides"))
+            exact_blocks.append((role_hw.get(profile.id), f"{so}.{role}.hardware_overrides"))
+        for block, field in exact_blocks:
+            if isinstance(block, dict):
+                args += self.take(block.get("extra_args"), f"{field}.{profile.id}.extra_args")
+        return args
+
+    def feature_args(self, key: str, selected: str | None, ungated: bool) -> tuple[str, ...]:
+        """Step 7 for one feature; memoised, since every feature state repeats the defaults."""
+        memo_key = (key, selected, ungated)
+        hit = self._features.get(memo_key)
+        if hit is None:
+            before = len(self.problems)
+            args = self._feature_args(key, selected, ungated)
+            self._features[memo_key] = (args, tuple(self.problems[before:]))
+            return args
+        self.problems.extend(hit[1])
+        return hit[0]
+
+    def _feature_args(self, key: str, selected: str | None, ungated: bool) -> tuple[str, ...]:
+        feature = self.recipe.features.get(key)
+        field = f"features.{key}"
+        if not isinstance(feature, dict):
+            if feature is not None:
+                self.problems.append(Problem(self.recipe.path, field, "is not a mapping; ignored"))
+            return ()
+        if not ungated and not allowed_for_strategy(feature, self.strategy.name):
+            return ()
+        modes = feature_modes(feature)
+        if modes is not None:
+            mode_key = resolve_mode(
+                feature, key, self.variant, self.variant_key, self.profile, selected
+            )
+            mode = modes.get(mode_key) if mode_key is not None else None
+            if not isinstance(mode, dict):
+                return ()
+            entry = keyed_entry(mode.get("hardware_overrides"), self.profile)
+            if entry is not None and as_mapping(entry[1]).get("args") is not None:
+                return self.take(
+                    entry[1]["args"], f"{field}.modes.{mode_key}.hardware_overrides.{entry[0]}.args"
+                )
+            return self.take(mode.get("args"), f"{field}.modes.{mode_key}.args")
+        entry = generation_entry(feature.get("hardware_overrides"), self.profile)
+        if entry is not None and as_mapping(entry[1]).get("args") is not None:
+            return self.take(entry[1]["args"], f"{field}.hardware_overrides.{entry[0]}.args")
+        return self.take(feature.get("args"), f"{field}.args")
+
+
+def served_model(recipe: Recipe, variant_key: str) -> str:
+    """variant.model_id > model.model_id (L950)."""
+    variant = recipe.variants.get(variant_key) or recipe.variants.get("default") or {}
+    own = variant.get("model_id")
+    return own if isinstance(own, str) and own else recipe.model_id
+
+
+def synthesize(
+    recipe: Recipe,
+    variant_key: str,
+    strategy: Strategy,
+    profile: HardwareProfile,
+    features: Sequence[str],
+    modes: Mapping[str, str] | None = None,
+    ungated: Iterable[str] = (),
+    nodes: int | None = None,
+    requirements: StrategyRequirements | None = None,
+) -> Synthesized:
+    """The deduped argv(s) the site renders for this selection.
+
+    `features` are the enabled feature keys in emission order; `modes` the
+    picked mode per modal feature; `ungated` features render even where their
+    `strategies` allowlist excludes the strategy (to judge whether a gate is
+    still needed). `nodes` defaults to what the JSON API renders.
+    """
+    synthesizer = Synthesizer(recipe, variant_key, strategy, profile, nodes, requirements)
+    return synthesizer.render(features, modes, ungated)
+
+
+def synthesize_omni(recipe: Recipe, variant_key: str, profile: HardwareProfile) -> Synthesized:
+    """`resolveOmniCommand` without a task: the `vllm serve --omni` line.
+
+    Unlike `resolveCommand` it skips the default variant's extra_args and reads
+    no strategy at all.
+    """
+    variant = recipe.variants.get(variant_key) or recipe.variants.get("default") or {}
+    problems: list[Problem] = []
+
+    def take(value: Any, field: str) -> tuple[str, ...]:
+        args, found = arg_list(value, recipe.path, field)
+        problems.extend(found)
+        return args
+
+    v = f"variants.{variant_key}"
+    args: list[str] = list(take(recipe.model.get("base_args"), "model.base_args"))
+    if variant_key != "default":
+        args += take(variant.get("extra_args"), f"{v}.extra_args")
+    variant_hw = as_mapping(variant.get("hardware_overrides"))
+    for mapping, field in (
+        (recipe.data.get("hardware_overrides"), "hardware_overrides"),
+        (variant_hw, f"{v}.hardware_overrides"),
+    ):
+        entry = generation_entry(mapping, profile)
+        if entry is not None:
+            args += take(as_mapping(entry[1]).get("extra_args"), f"{field}.{entry[0]}.extra_args")
+    exact = variant_hw.get(profile.id)
+    if isinstance(exact, dict):
+        args += take(exact.get("extra_args"), f"{v}.hardware_overrides.{profile.id}.extra_args")
+    port = as_mapping(recipe.data.get("omni")).get("port")
+    if port:
+        args += ["--port", _js_number(port) if isinstance(port, (int, float)) else str(port)]
+    args.append("--omni")
+    argv = ("vllm", "serve", served_model(recipe, variant_key), *dedupe_args(args))
+    return Synthesized(argvs=(("", argv),), problems=tuple(dict.fromkeys(problems)), node_count=1)
