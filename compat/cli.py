@@ -178,6 +178,52 @@ def explain(
     sys.stdout.write(report.explain(db, model, strategy, feature, vllm))
 
 
+@app.command()
+def overrides(
+    db: DbOpt = Path("compat.db"),
+    recipes: Annotated[Path | None, typer.Option("--recipes", help="Recipes checkout (effective strategies, existing gates).")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the YAML here instead of stdout.")] = None,
+    apply: Annotated[Path | None, typer.Option("--apply", help="Write the honoured gates into this recipes checkout.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --apply: print unified diffs, write nothing.")] = False,
+    gate_mode_conflicts: Annotated[bool, typer.Option("--gate-mode-conflicts", help="Gate a whole feature when only some modes are blocked.")] = False,
+) -> None:
+    """strategy_overrides YAML from the verdicts; --apply edits recipe files round-trip.
+
+    Example: compat overrides --db compat.db --recipes ../recipes --apply ../recipes --dry-run
+    """
+    from compat.emit.overrides import apply_overrides, generate_overrides, render_yaml
+
+    doc = generate_overrides(db, recipes or apply, gate_mode_conflicts=gate_mode_conflicts)
+    if apply is not None:
+        res = apply_overrides(doc, apply, dry_run=dry_run)
+        for path in sorted(res.diffs):
+            sys.stdout.write(res.diffs[path])
+        for path, why in res.skipped:
+            err.print(f"skipped {path}: {why}", markup=False)
+        err.print(f"{'would change' if dry_run else 'changed'} {len(res.changed_files)} recipe files", markup=False)
+        return
+    text = render_yaml(doc)
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def site(
+    db: DbOpt = Path("compat.db"),
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path("site-out"),
+) -> None:
+    """Static HTML compatibility matrix (works from file://), plus compat.db and a JSON export.
+
+    Example: compat site --db compat.db -o site-out
+    """
+    from compat.emit.site import build_site
+
+    rep = build_site(db, output)
+    out.print(f"{rep.pages} pages, {rep.bytes / 1e6:.1f} MB in {rep.seconds:.1f}s -> {output}/index.html")
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)

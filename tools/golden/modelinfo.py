@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Record what an installed vLLM computes for every registered architecture.
+
+Run with the python of a virtualenv that has the vLLM release installed:
+
+    $VENV/bin/python tools/golden/modelinfo.py --out tests/golden [--platform auto|cuda]
+
+For every architecture in ``ModelRegistry.get_supported_archs()`` it loads the
+class with ``ModelRegistry._try_load_model_cls(arch)`` and records every field
+of ``vllm.model_executor.models.registry._ModelInfo.from_model_cls(cls)``,
+plus a few extra capability probes (see ``EXTRA_FIELDS`` below).
+
+``--platform auto`` keeps whatever platform vLLM resolves on this machine.
+``--platform cuda`` installs a ``CudaPlatform`` instance as vLLM's current
+platform *before* anything else reads it, so platform-dispatching model
+packages (``vllm/models/<pkg>/__init__.py``) take their CUDA branch.
+
+Output: ``<out>/modelinfo-<vllm version>-<platform>.json`` (sorted keys,
+indent 1). Nothing here needs a GPU, network access or model weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import json
+import os
+import platform as py_platform
+import sys
+import time
+import traceback
+
+# Keep vLLM quiet and offline before it is imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+# Extra keys written next to the _ModelInfo fields (documented in README.md).
+EXTRA_FIELDS = (
+    "class_module",
+    "class_qualname",
+    "registered_module",
+    "registered_class",
+    "supports_lora",
+    "supports_eagle",
+    "supports_eagle3",
+    "is_moe",
+    "supports_pp_in_mro",
+)
+
+
+def json_safe(value):
+    """Convert _ModelInfo field values to JSON-compatible data."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return json_safe(value.value)
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((json_safe(v) for v in value), key=repr)
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    return str(value)
+
+
+def exc_text(exc: BaseException, limit: int = 1000) -> str:
+    # No machine-specific paths in the golden files.
+    text = f"{type(exc).__name__}: {exc}".replace(sys.prefix, "<venv>")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# Device the forced CUDA platform pretends to be (an H100, sm_90).
+FAKE_CUDA_CAPABILITY = (9, 0)
+FAKE_CUDA_DEVICE_NAME = "NVIDIA H100 80GB HBM3"
+FAKE_CUDA_DEVICE_COUNT = 8
+
+
+def make_gpuless_cuda_platform():
+    """vLLM's CudaPlatform with the device queries answered without a GPU.
+
+    Importing ``vllm.platforms.cuda`` needs ``libcuda.so.1`` to be loadable
+    (make_golden.sh builds a stub for that). Module-level code in some model
+    imports asks for the device capability, which would initialise CUDA;
+    these overrides answer those questions for an imaginary H100 instead.
+    Nothing else of the platform is changed.
+    """
+    from vllm.platforms.cuda import CudaPlatform
+    from vllm.platforms.interface import DeviceCapability
+
+    class GpulessCudaPlatform(CudaPlatform):
+        @classmethod
+        def get_device_capability(cls, device_id: int = 0):
+            return DeviceCapability(*FAKE_CUDA_CAPABILITY)
+
+        @classmethod
+        def get_device_name(cls, device_id: int = 0) -> str:
+            return FAKE_CUDA_DEVICE_NAME
+
+        @classmethod
+        def get_device_uuid(cls, device_id: int = 0) -> str:
+            return f"GPU-00000000-0000-0000-0000-00000000000{device_id}"
+
+        @classmethod
+        def get_device_total_memory(cls, device_id: int = 0) -> int:
+            return 80 * 1024**3
+
+        @classmethod
+        def device_count(cls) -> int:
+            return FAKE_CUDA_DEVICE_COUNT
+
+        @classmethod
+        def is_fully_connected(cls, physical_device_ids) -> bool:
+            return True
+
+    GpulessCudaPlatform.__qualname__ = f"GpulessCudaPlatform({CudaPlatform.__name__})"
+    return GpulessCudaPlatform
+
+
+def force_platform(name: str) -> None:
+    """Install a platform instance before anything resolves current_platform."""
+    import vllm.platforms as platforms
+
+    if name == "cuda":
+        platforms._current_platform = make_gpuless_cuda_platform()()
+    elif name == "cpu":
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms._current_platform = CpuPlatform()
+    else:
+        raise SystemExit(f"unknown platform to force: {name}")
+
+
+def describe_platform(p, forced: bool) -> dict:
+    cls = type(p)
+    detail = {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "device_type": getattr(p, "device_type", None),
+        "device_name": getattr(p, "device_name", None),
+    }
+    if forced and getattr(p, "device_type", "") == "cuda":
+        detail["assumed_device_capability"] = list(FAKE_CUDA_CAPABILITY)
+        detail["assumed_device_name"] = FAKE_CUDA_DEVICE_NAME
+        detail["assumed_device_count"] = FAKE_CUDA_DEVICE_COUNT
+    return detail
+
+
+def platform_label(p) -> str:
+    device_type = getattr(p, "device_type", "") or ""
+    if device_type:
+        return device_type
+    # UnspecifiedPlatform has an empty device_type.
+    return type(p).__name__.replace("Platform", "").lower() or "unknown"
+
+
+def record_arch(arch, registry, registry_mod, interfaces) -> dict:
+    entry: dict = {}
+    registered = registry.models.get(arch)
+    if registered is not None:
+        for attr, key in (("module_name", "registered_module"),
+                          ("class_name", "registered_class")):
+            if hasattr(registered, attr):
+                entry[key] = getattr(registered, attr)
+
+    try:
+        cls = registry._try_load_model_cls(arch)
+    except BaseException as exc:  # verify_model_arch may raise
+        entry["load_error"] = exc_text(exc)
+        return entry
+    if cls is None:
+        # _try_load_model_cls swallowed and logged the exception: repeat the
+        # load outside its try/except to capture the message.
+        try:
+            registered.load_model_cls()
+            entry["load_error"] = "None: _try_load_model_cls returned None"
+        except BaseException as exc:
+            entry["load_error"] = exc_text(exc)
+        return entry
+
+    entry["class_module"] = cls.__module__
+    entry["class_qualname"] = cls.__qualname__
+
+    try:
+        info = registry_mod._ModelInfo.from_model_cls(cls)
+        for key, value in dataclasses.asdict(info).items():
+            entry[key] = json_safe(value)
+    except BaseException as exc:
+        entry["modelinfo_error"] = exc_text(exc)
+
+    def probe(key, fn):
+        try:
+            entry[key] = bool(fn())
+        except BaseException as exc:
+            entry[key] = None
+            entry.setdefault("probe_errors", {})[key] = exc_text(exc)
+
+    if "supports_lora" not in entry:
+        probe("supports_lora", lambda: interfaces.supports_lora(cls))
+    if hasattr(interfaces, "supports_eagle"):
+        probe("supports_eagle", lambda: interfaces.supports_eagle(cls))
+    else:
+        probe("supports_eagle", lambda: interfaces.SupportsEagle in cls.__mro__)
+    if hasattr(interfaces, "supports_eagle3"):
+        probe("supports_eagle3", lambda: interfaces.supports_eagle3(cls))
+    else:
+        probe("supports_eagle3", lambda: interfaces.SupportsEagle3 in cls.__mro__)
+    probe("is_moe", lambda: interfaces.MixtureOfExperts in cls.__mro__)
+    probe("supports_pp_in_mro", lambda: interfaces.SupportsPP in cls.__mro__)
+    return entry
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--platform", default="auto", choices=("auto", "cuda", "cpu"),
+                    help="platform to force before importing models")
+    ap.add_argument("--only", nargs="*", help="restrict to these archs (debug)")
+    args = ap.parse_args()
+
+    started = time.time()
+    if args.platform != "auto":
+        force_platform(args.platform)
+
+    import torch
+    import transformers
+    import vllm
+    from vllm.platforms import current_platform
+    from vllm.model_executor.models import ModelRegistry
+    from vllm.model_executor.models import interfaces
+    import vllm.model_executor.models.registry as registry_mod
+
+    archs = sorted(ModelRegistry.get_supported_archs())
+    if args.only:
+        archs = [a for a in archs if a in set(args.only)]
+
+    results = {}
+    for i, arch in enumerate(archs, 1):
+        t0 = time.time()
+        try:
+            results[arch] = record_arch(arch, ModelRegistry, registry_mod, interfaces)
+        except BaseException as exc:  # never stop the sweep
+            results[arch] = {"load_error": exc_text(exc),
+                             "traceback": traceback.format_exc(limit=5)}
+        status = "ERR" if "load_error" in results[arch] else "ok "
+        print(f"[{i}/{len(archs)}] {status} {arch} ({time.time() - t0:.1f}s)",
+              file=sys.stderr, flush=True)
+
+    label = args.platform if args.platform != "auto" else platform_label(current_platform)
+    doc = {
+        "vllm_version": vllm.__version__,
+        "platform": label,
+        "platform_detail": describe_platform(current_platform, args.platform != "auto"),
+        "platform_forced": args.platform != "auto",
+        "python": py_platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "arch_count": len(results),
+        "load_error_count": sum("load_error" in v for v in results.values()),
+        "archs": results,
+    }
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"modelinfo-{vllm.__version__}-{label}.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, sort_keys=True, indent=1)
+        f.write("\n")
+    print(f"wrote {path}: {len(results)} archs, {doc['load_error_count']} load errors, "
+          f"{time.time() - started:.0f}s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
