@@ -30,8 +30,9 @@ runtime; the static surface describes in-tree flags only.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from compat.sources.tree import VllmTree
 
@@ -53,6 +54,7 @@ INTERNAL_FIELDS: dict[str, frozenset[str]] = {
 
 _DATACLASS_DECORATORS = {"config", "dataclass", "dataclasses.dataclass",
                          "pydantic.dataclasses.dataclass", "pydantic_dataclass"}
+_TYPE_ALIAS: type | None = getattr(ast, "TypeAlias", None)  # `type X = ...` (Python 3.12+)
 _BUILTIN_TYPES = {"bool", "int", "float", "str", "bytes", "complex", "dict", "list",
                   "tuple", "set", "frozenset", "type", "object"}
 
@@ -235,9 +237,9 @@ class SymbolResolver:
                 for h in st.handlers:
                     self._collect(h.body, out)
                 self._collect(st.orelse, out)
-            elif hasattr(ast, "TypeAlias") and isinstance(st, getattr(ast, "TypeAlias")):
-                if isinstance(st.name, ast.Name):
-                    out.setdefault(st.name.id, []).append(st)
+            elif (_TYPE_ALIAS is not None and isinstance(st, _TYPE_ALIAS)
+                  and isinstance(st.name, ast.Name)):
+                out.setdefault(st.name.id, []).append(st)
 
     def resolve(self, rel: str, name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
         """(file, defining node) of `name` as seen from module `rel`; None if not found."""
@@ -250,7 +252,7 @@ class SymbolResolver:
         for node in cands:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef,
                                  ast.Assign, ast.AnnAssign)) or (
-                hasattr(ast, "TypeAlias") and isinstance(node, getattr(ast, "TypeAlias"))
+                _TYPE_ALIAS is not None and isinstance(node, _TYPE_ALIAS)
             ):
                 return rel, node
         for node in cands:
@@ -448,11 +450,8 @@ class AnnotationReader:
             if isinstance(defn, ast.ClassDef):
                 return [_Hint("class", name=defn.name, cls=ClassInfo(defn.name, frel, defn))]
             alias_val = None
-            if isinstance(defn, ast.Assign):
-                alias_val = defn.value
-            elif isinstance(defn, ast.AnnAssign):
-                alias_val = defn.value
-            elif hasattr(ast, "TypeAlias") and isinstance(defn, getattr(ast, "TypeAlias")):
+            if isinstance(defn, (ast.Assign, ast.AnnAssign)) or (
+                    _TYPE_ALIAS is not None and isinstance(defn, _TYPE_ALIAS)):
                 alias_val = defn.value
             if alias_val is not None and isinstance(
                 alias_val, (ast.Subscript, ast.BinOp, ast.Name, ast.Attribute)
@@ -666,9 +665,9 @@ class _CliExtractor:
                     backing_cls, backing_field = kwvars[v.value.id][0], v.slice.value
                 elif isinstance(v, ast.Name) and v.id in kwvars and kwvars[v.id][1] is not None:
                     backing_cls, backing_field = kwvars[v.id]
-        value_type, json_class, choices, fi = ("none", None, None, None)
+        value_type, json_class, choices = "none", None, None
         if backing_field is not None:
-            value_type, json_class, choices, fi = self._field_type(backing_cls, backing_field)
+            value_type, json_class, choices, _fi = self._field_type(backing_cls, backing_field)
             ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
             value_type, choices = _apply_overrides(value_type, choices, ov)
         value_type, choices = _apply_explicit(value_type, choices, kw, explicit_only=backing_field is None)
@@ -710,8 +709,9 @@ class _CliExtractor:
             cust = customs.get(fi.name, {})
             vt, ch = _apply_overrides(vt, ch, {k: v for k, (v, _f, _l) in cust.items()})
             long = "--" + fi.name.replace("_", "-")
-            common = dict(canonical=long, dest=fi.name, value_type=vt, json_class=jc, choices=ch,
-                          source=fi.owner, config_class=fi.owner, config_field=fi.name)
+            common: dict[str, Any] = {
+                "canonical": long, "dest": fi.name, "value_type": vt, "json_class": jc,
+                "choices": ch, "source": fi.owner, "config_class": fi.owner, "config_field": fi.name}
             self.flags.append(CliFlag(flag=long, kind="long", file=fi.file, line=fi.line, **common))
             if "flags" in cust:
                 node, ffile, fline = cust["flags"]

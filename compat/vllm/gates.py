@@ -97,11 +97,10 @@ Composition:
 
 from __future__ import annotations
 
-from compat.resources import data_dir, schema_dir
-
 import ast
 import fnmatch
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -109,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.errors import UserError
+from compat.resources import data_dir, schema_dir
 from compat.sources.tree import VllmTree
 from compat.vllm.cli_surface import ClassInfo, SymbolResolver
 from compat.vllm.raises import flatten_message, no_gc, template_regex
@@ -435,7 +435,7 @@ _EXPR_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not
 def _check_expr(node: ast.AST) -> None:
     for n in ast.walk(node):
         if not isinstance(n, _EXPR_NODES):
-            raise ValueError(f"{type(n).__name__} not allowed")
+            raise ValueError(f"{type(n).__name__} not allowed")  # noqa: TRY004 (a bad rule value)
         if isinstance(n, ast.Constant) and not (n.value is None or isinstance(n.value, (int, bool))):
             raise ValueError("only int/bool/None constants")
         if isinstance(n, ast.Name) and n.id not in _NUMERIC + _BOOLEAN:
@@ -444,6 +444,14 @@ def _check_expr(node: ast.AST) -> None:
 
 class _Missing(Exception):
     pass
+
+
+_BIN_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_CMP_OPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_,
+            ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
+            ast.NotIn: lambda a, b: a not in b}
 
 
 def eval_expr(expr: str, ctx: dict[str, Any]) -> bool | None:
@@ -474,20 +482,14 @@ def eval_expr(expr: str, ctx: dict[str, Any]) -> bool | None:
                 raise _Missing("None operand")
             if isinstance(n.op, (ast.FloorDiv, ast.Mod)) and b == 0:
                 raise _Missing("division by zero")
-            return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                    ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b}[type(n.op)]()
+            return _BIN_OPS[type(n.op)](a, b)
         if isinstance(n, ast.Compare):
             left = ev(n.left)
             for op, right_node in zip(n.ops, n.comparators):
                 right = ev(right_node)
                 if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and (left is None or right is None):
                     raise _Missing("None compared")
-                ok = {ast.Eq: lambda: left == right, ast.NotEq: lambda: left != right,
-                      ast.Lt: lambda: left < right, ast.LtE: lambda: left <= right,
-                      ast.Gt: lambda: left > right, ast.GtE: lambda: left >= right,
-                      ast.Is: lambda: left is right, ast.IsNot: lambda: left is not right,
-                      ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
-                if not ok:
+                if not _CMP_OPS[type(op)](left, right):
                     return False
                 left = right
             return True

@@ -25,9 +25,9 @@ import ast
 import gc
 import re
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from compat.sources.tree import VllmTree
 
@@ -171,7 +171,7 @@ _HOLE_RE = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 def template_regex(text: str) -> re.Pattern:
     """Regex for `text` where each `{...}` hole matches any hole (or any text)."""
     pieces = _HOLE_RE.split(text)
-    return re.compile(r".*?".join(re.escape(p) for p in pieces), re.S)
+    return re.compile(r".*?".join(re.escape(p) for p in pieces), re.DOTALL)
 
 
 # --------------------------------------------------------------------------- prefilter
