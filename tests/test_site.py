@@ -170,7 +170,7 @@ def test_recipe_page_shows_platform_differences(out):
                      r'data-cell="cell-zai-org-glm-5.2-single_node_tp-spec_decoding-mtp".*?</td>',
                      html, re.DOTALL)
     assert cell
-    assert "rocm · mi355x" in cell.group(0) and "cuda" in cell.group(0)
+    assert "rocm: mi355x" in cell.group(0) and "cuda" in cell.group(0)
     assert "MTP on ROCm falls back to the Triton attention backend" in html
 
 
@@ -386,3 +386,62 @@ def test_scales_to_the_real_recipe_count(tmp_path):
     assert report.pages == 1 + len(fixture_db.RECIPES) + 172
     assert report.seconds < 20
     assert (tmp_path / "out/index.html").stat().st_size < 3_000_000
+
+
+def test_combinations_pinned_at_several_releases_show_the_lowest(tmp_path):
+    """A build with explicit --vllm may mark every judged release pinned: no mixing of releases."""
+    db = fixture_db.build(tmp_path / "in.db")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE verdict SET pinned = 1 WHERE recipe LIKE '%GLM-5.2%'")
+    con.commit()
+    con.close()
+    build_site(db, tmp_path / "out")
+    index = read(tmp_path / "out/index.html")
+    assert re.search(r"GLM-5.2</a>.*?<small>vLLM 0\.23\.0</small>", index, re.DOTALL)
+    assert re.search(rf'<li id="{GLM_CELL}" class="e s-blocked"', index)
+    assert 'data-default="0.23.0"' in read(tmp_path / "out/recipes/zai-org/GLM-5.2.html")
+
+
+def test_long_note_lists_are_capped(tmp_path):
+    db = fixture_db.build(tmp_path / "in.db")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE verdict SET argv = json_array(json_array('', "
+                "json_array('vllm', 'serve', id))) "
+                "WHERE recipe LIKE '%GLM-5.2%' AND status = 'blocked'")
+    con.commit()
+    con.close()
+    build_site(db, tmp_path / "out")
+    html = read(tmp_path / "out/recipes/zai-org/GLM-5.2.html")
+    note = html[html.index("Pipeline parallelism is not supported"):]
+    note = note.split('<li class="note', 1)[0]
+    assert note.count("<pre>vllm serve ") == site_mod.SHOWN_COMMANDS
+    assert re.search(r"\d+ more: every command is in compat.db", note)
+
+
+def test_commands_render_roles_and_quoting():
+    raw = json.dumps([["prefill", ["vllm", "serve", "m", "--kv-transfer-config", '{"a":1}']],
+                      ["decode", ["vllm", "serve", "m"]]])
+    assert site_mod._command(raw) == (
+        "# prefill\nvllm serve m --kv-transfer-config '{\"a\":1}'\n# decode\nvllm serve m")
+    assert site_mod._command(json.dumps([["", ["vllm", "serve", "m"]]])) == "vllm serve m"
+    assert site_mod._command(json.dumps(["vllm", "serve", "a b"])) == "vllm serve 'a b'"
+
+
+def test_rows_without_a_strategy_get_their_own_column(tmp_path):
+    db = fixture_db.build(tmp_path / "in.db")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE verdict SET strategy = '' WHERE recipe LIKE '%GLM-4.5-Air%' "
+                "AND strategy = 'single_node_tp'")
+    con.commit()
+    con.close()
+    build_site(db, tmp_path / "out")
+    index = read(tmp_path / "out/index.html")
+    assert '<option value="none">no strategy</option>' in index
+    assert '<th scope="col" data-strategy="none">no strategy</th>' in index
+    assert 'id="cell-zai-org-glm-4.5-air-none-base"' in index
+
+
+def test_targets_are_grouped_by_platform():
+    pairs = [("cuda", "h100"), ("cuda", "b200"), ("rocm", ""), ("cuda", "b200")]
+    assert site_mod.targets_text(pairs) == "cuda: b200, h100; rocm"
+    assert site_mod.targets_text([("cuda", ""), ("cuda", "h100")]) == "cuda: any profile, h100"

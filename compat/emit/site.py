@@ -50,6 +50,8 @@ VERDICT_COLUMNS = ("id", "vllm_version", "platform", "hardware", "recipe", "mode
 EXPORT_EXTRA = ("gated", "pinned", "works_from")
 _STRATEGY_SHAPES = ("tp", "tep", "dep", "tp_dp", "tp_pp")
 _RELEASE_RE = re.compile(r"^\d+(\.\d+)+((a|b|rc)\d+)?(\.post\d+)?$")
+SHOWN_COMMANDS = 3  # per note; all of them are in compat.db (verdict.argv)
+TITLE_REASON = 160  # characters of a reason repeated in a hover title; the note has all of it
 _EVIDENCE_RE = re.compile(r"^(?P<path>[\w.-]+(?:/[\w.-]+)*\.\w+)(?::(?P<line>\d+))?$")
 
 
@@ -171,10 +173,19 @@ def cell_id(recipe_slug: str, strategy: str, feature: str, mode: str) -> str:
 
     The base command is feature "base"; a feature without modes has no mode part.
     """
-    parts = [recipe_slug, _slug(strategy) or "default", _slug(feature) or "base"]
+    parts = [recipe_slug, _slug(strategy) or "none", _slug(feature) or "base"]
     if mode:
         parts.append(_slug(mode))
     return "cell-" + "-".join(parts)
+
+
+def strategy_key(strategy: str) -> str:
+    """The filter value of a strategy; rows without one (omni recipes) get "none"."""
+    return strategy or "none"
+
+
+def strategy_label(strategy: str) -> str:
+    return strategy or "no strategy"
 
 
 def fm_label(feature: str, mode: str) -> str:
@@ -264,15 +275,49 @@ def _chain(raw: str) -> list[str]:
 
 
 def _command(raw: str) -> str:
+    """The shell command(s) of a row's argv: [[role, [arg, ...]], ...] or a flat [arg, ...].
+
+    A role ('prefill', 'decode', ...) becomes a comment line above its command.
+    """
     try:
-        argv = json.loads(raw)
+        argvs = json.loads(raw)
     except json.JSONDecodeError:
         return raw
-    return shlex.join(str(a) for a in argv) if isinstance(argv, list) else raw
+    if not isinstance(argvs, list):
+        return raw
+    if all(isinstance(a, str) for a in argvs):
+        return shlex.join(argvs)
+    lines = []
+    for item in argvs:
+        role, argv = (item if isinstance(item, list) and len(item) == 2
+                      and isinstance(item[1], list) else ("", item))
+        if role:
+            lines.append(f"# {role}")
+        lines.append(shlex.join(str(a) for a in argv) if isinstance(argv, list) else str(argv))
+    return "\n".join(lines)
 
 
-def _target(row: dict[str, Any]) -> str:
-    return " · ".join(x for x in (row["platform"], row["hardware"]) if x) or "any platform"
+def targets_text(pairs: Iterable[tuple[str, str]]) -> str:
+    """(platform, hardware) pairs, grouped by platform: "cuda: b200, h100; rocm"."""
+    by_platform: dict[str, set[str]] = defaultdict(set)
+    for platform, hardware in pairs:
+        by_platform[platform or "any platform"].add(hardware)
+    parts = []
+    for platform in sorted(by_platform):
+        hardware = sorted(by_platform[platform])
+        if hardware == [""]:
+            parts.append(platform)
+        else:
+            parts.append(f"{platform}: " + ", ".join(h or "any profile" for h in hardware))
+    return "; ".join(parts)
+
+
+def _target(row: dict[str, Any]) -> tuple[str, str]:
+    return (row["platform"], row["hardware"])
+
+
+def _clip(text: str, limit: int = TITLE_REASON) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _worst(statuses: Iterable[str]) -> str:
@@ -315,12 +360,12 @@ def _entry(ref: RecipeRef, strategy: str, feature: str, mode: str,
     label = fm_label(feature, mode)
     versions = _join_versions(r["vllm_version"] for r in rows)
     mixed = len({r["status"] for r in rows}) > 1
-    title = f"{label} on {strategy or 'default'}: {status} at vLLM {versions}"
+    title = f"{label} on {strategy_label(strategy)}: {status} at vLLM {versions}"
     if mixed:
         title += f" on {len(worst)} of {len(rows)} variant/hardware combinations"
     if status != "ok":
         if worst[0]["reason"]:
-            title += f". {worst[0]['reason']}"
+            title += f". {_clip(worst[0]['reason'])}"
         if all(r["works_from"] for r in worst):
             title += f" Works from {_join_versions(r['works_from'] for r in worst)}."
     gated = status != "ok" and all(r["gated"] for r in worst)
@@ -337,7 +382,15 @@ def _pinned_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool
     """A recipe's rows at the release(s) it pins; at the newest scanned one if none is pinned."""
     pinned = [r for r in rows if r["pinned"]]
     if pinned:
-        return pinned, True
+        # One release per combination. A combination pinned at several releases (a variant's
+        # own pin aside, a build with explicit --vllm marks every judged release) shows the
+        # lowest, as a recipe's pin is the minimum vLLM it needs.
+        lowest: dict[tuple[str, ...], str] = {}
+        for r in pinned:
+            k = _combo(r)
+            if k not in lowest or version_key(r["vllm_version"]) < version_key(lowest[k]):
+                lowest[k] = r["vllm_version"]
+        return [r for r in pinned if lowest[_combo(r)] == r["vllm_version"]], True
     newest = max((r["vllm_version"] for r in rows), key=version_key)
     return [r for r in rows if r["vllm_version"] == newest], False
 
@@ -395,7 +448,7 @@ class Note:
     n: int
     status: str
     combos: list[tuple[str, str]]  # (feature mode label, strategy)
-    applies: list[str]
+    applies: list[tuple[str, str, str]]  # (variant, platform, hardware)
     reason: str
     chain: list[str]
     message: str
@@ -412,6 +465,15 @@ class Note:
         if len(self.combos) == len(labels) * len(strategies):
             return f"{', '.join(labels)} on {', '.join(strategies)}"
         return "; ".join(f"{label} on {strategy}" for label, strategy in self.combos)
+
+    @property
+    def applies_text(self) -> str:
+        """"variant default (cuda: b200, h100; rocm); variant nvfp4 (cuda: b200)"."""
+        by_variant: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for variant, platform, hardware in self.applies:
+            by_variant[variant].append((platform, hardware))
+        return "; ".join(f"variant {v or '(none)'} ({targets_text(t)})"
+                         for v, t in by_variant.items())
 
 
 @dataclass
@@ -441,7 +503,7 @@ class VariantTable:
     name: str
     label: str
     model_ids: list[str]
-    targets: list[str]
+    targets: str
     pinned: bool
     rows: list[tuple[str, str, list[Cell | None]]]  # (label, feature, cells by strategy)
 
@@ -472,10 +534,10 @@ def _notes_for(rows: list[dict[str, Any]], notes: dict[tuple, Note], ref: str | 
                 chain=_chain(r["chain"]), message=r["message"],
                 evidence=evidence_links(r["evidence"], ref), works_from=r["works_from"],
                 gated=bool(r["gated"]), commands=[])
-        combo = (fm_label(r["feature"], r["mode"]), r["strategy"] or "default")
+        combo = (fm_label(r["feature"], r["mode"]), strategy_label(r["strategy"]))
         if combo not in note.combos:
             note.combos.append(combo)
-        where = f"variant {r['variant'] or '(none)'} · {_target(r)}"
+        where = (r["variant"], *_target(r))
         if where not in note.applies:
             note.applies.append(where)
         cmd = _command(r["argv"])
@@ -494,14 +556,14 @@ def _cell(cid: str, rows: list[dict[str, Any]], notes: dict[tuple, Note], ref: s
     order = sorted(by_status, key=lambda s: -SEVERITY[s])
     parts = []
     for s in order:
-        targets = sorted({_target(r) for r in by_status[s]})
-        parts.append(Part(status=s, where=", ".join(targets) if len(order) > 1 else "",
+        where = targets_text(_target(r) for r in by_status[s]) if len(order) > 1 else ""
+        parts.append(Part(status=s, where=where,
                           notes=_notes_for(by_status[s], notes, ref)))
     status = order[0]
     worst = by_status[status][0]
     title = f"{status} at vLLM {version}"
     if status != "ok" and worst["reason"]:
-        title += f": {worst['reason']}"
+        title += f": {_clip(worst['reason'])}"
     return Cell(id=cid, status=status, parts=parts, title=title)
 
 
@@ -514,7 +576,11 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str,
                   fm_order: dict[tuple[str, str], int]) -> dict[str, Any]:
     versions = sorted({r["vllm_version"] for r in rows}, key=version_key)
     pinned_versions = Counter(r["vllm_version"] for r in rows if r["pinned"])
-    default = pinned_versions.most_common(1)[0][0] if pinned_versions else versions[-1]
+    if pinned_versions:  # the release most rows pin; the lowest of a tie
+        top = max(pinned_versions.values())
+        default = min((v for v, n in pinned_versions.items() if n == top), key=version_key)
+    else:
+        default = versions[-1]
     variant_order: dict[str, int] = {}
     for r in rows:
         variant_order.setdefault(r["variant"], len(variant_order))
@@ -558,7 +624,7 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str,
             tables.append(VariantTable(
                 name=variant, label=variant or "(no variant)",
                 model_ids=sorted({r["model_id"] for r in vrows if r["model_id"]}),
-                targets=sorted({_target(r) for r in vrows}),
+                targets=targets_text(_target(r) for r in vrows),
                 pinned=any(r["pinned"] for r in vrows), rows=table_rows))
         sections.append(ReleaseSection(
             version=version, pinned=version in pinned_versions, is_default=version == default,
@@ -576,7 +642,9 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(site_dir() / "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
-    env.globals.update(SYMBOLS=SYMBOLS, MEANINGS=MEANINGS, STATUSES=STATUSES)
+    env.globals.update(SYMBOLS=SYMBOLS, MEANINGS=MEANINGS, STATUSES=STATUSES,
+                       SHOWN_COMMANDS=SHOWN_COMMANDS, strategy_key=strategy_key,
+                       strategy_label=strategy_label)
     return env
 
 
