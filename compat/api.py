@@ -118,19 +118,22 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         for c in combos:
             if explicit:
                 targets = [(v, 1) for v in releases]
+                true_pin = _pin_in(c.vllm_pin, releases)
             else:
                 pinned = pin_of.get(c.vllm_pin)
                 targets = [(pinned, 1)] if pinned in judges else []
+                true_pin = pinned
             if not targets:
                 rows.append(_row(c, c.vllm_pin or "?", "unknown",
                                  f"pinned release {c.vllm_pin!r} unavailable: "
-                                 f"{unavailable.get(c.vllm_pin, 'not resolvable')}", "", [], 1))
+                                 f"{unavailable.get(c.vllm_pin, 'not resolvable')}", "", [], 1, pinned=1))
                 continue
             decided = {}
-            for v, pinned_flag in targets:
+            for v, judged in targets:
                 o = judges[v].judge(c)
                 decided[v] = o
-                rows.append(_row(c, v, o.status, o.reason, o.message, o.chain, pinned_flag, o.evidence))
+                rows.append(_row(c, v, o.status, o.reason, o.message, o.chain, judged, o.evidence,
+                                 pinned=int(v == true_pin)))
             # For blocked rows, the first scanned release (newer) where the combination is ok.
             for v, o in list(decided.items()):
                 if o.status != "blocked":
@@ -141,7 +144,8 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                     lo = decided.get(later) or judges[later].judge(c)
                     if later not in decided:
                         decided[later] = lo
-                        rows.append(_row(c, later, lo.status, lo.reason, lo.message, lo.chain, 0, lo.evidence))
+                        rows.append(_row(c, later, lo.status, lo.reason, lo.message, lo.chain, 0, lo.evidence,
+                                         pinned=int(later == true_pin)))
                     if lo.status == "ok":
                         for r in rows:
                             if r["_key"] == (id(c), v):
@@ -162,13 +166,23 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from collections import Counter
 
     summary["verdicts"] = len(rows)
-    summary["by_status"] = dict(Counter((r["vllm_version"], r["status"]) for r in rows if r["pinned"]))
+    summary["by_status"] = dict(Counter((r["vllm_version"], r["status"]) for r in rows if r["judged"]))
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     return summary
 
 
+def _pin_in(pin: str, releases: list[str]) -> str | None:
+    """The release among `releases` a recipe pin names ('nightly' = the newest), if any."""
+    if pin == "nightly":
+        return releases[-1] if releases else None
+    if pin in releases:
+        return pin
+    cands = [v for v in releases if v.startswith(pin.rstrip(".") + ".")]
+    return cands[0] if cands else None
+
+
 def _row(c: Any, version: str, status: str, reason: str, message: str, chain: list[str],
-         pinned: int, evidence: list[str] | None = None) -> dict[str, Any]:
+         judged: int, evidence: list[str] | None = None, *, pinned: int = 0) -> dict[str, Any]:
     import json
 
     return {
@@ -176,6 +190,6 @@ def _row(c: Any, version: str, status: str, reason: str, message: str, chain: li
         "model_id": c.model_id, "variant": c.variant, "strategy": c.strategy, "feature": c.feature,
         "mode": c.mode, "status": status, "message": message, "reason": reason,
         "evidence": "; ".join(e for e in (evidence or []) if e), "gated": int(c.gated),
-        "pinned": pinned, "works_from": "", "argv": json.dumps([list(a) for a in c.argvs]),
+        "pinned": pinned, "judged": judged, "works_from": "", "argv": json.dumps([list(a) for a in c.argvs]),
         "chain": json.dumps(chain), "_key": (id(c), version),
     }

@@ -189,6 +189,7 @@ class Verdict(SQLModel, table=True):
     evidence: str = ""
     gated: int = 0
     pinned: int = 0  # 1 when vllm_version is the release the recipe pins
+    judged: int = 0  # 1 at the releases the build judges (the pin, or every explicit --vllm)
     works_from: str = ""  # first scanned release where this combination is ok
     argv: str = ""
     chain: str = "[]"  # JSON list of reason steps

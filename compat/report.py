@@ -25,14 +25,14 @@ def _rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
 
 def findings(db_path: Path) -> dict[str, Any]:
     """Blocked, ungated combinations at the judged releases, grouped by recipe."""
-    rows = _rows(db_path, "select * from verdict where pinned = 1 and status = 'blocked' and gated = 0 "
+    rows = _rows(db_path, "select * from verdict where judged = 1 and status = 'blocked' and gated = 0 "
                           "order by recipe, strategy, feature, mode, variant, platform, hardware")
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[r["recipe"]].append({k: r[k] for k in (
             "vllm_version", "platform", "hardware", "variant", "strategy", "feature", "mode",
             "message", "reason", "evidence", "works_from")})
-    totals = _rows(db_path, "select status, count(*) n from verdict where pinned = 1 group by status")
+    totals = _rows(db_path, "select status, count(*) n from verdict where judged = 1 group by status")
     return {"blocked": len(rows), "recipes": dict(groups),
             "totals": {t["status"]: t["n"] for t in totals}}
 
@@ -68,7 +68,7 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
         where += " and vllm_version = ?"
         params += (vllm,)
     else:
-        where += " and pinned = 1"
+        where += " and judged = 1"
     rows = _rows(db_path, f"select * from verdict where {where} order by vllm_version, variant, platform, hardware",
                  params)
     if not rows:

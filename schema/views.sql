@@ -39,6 +39,6 @@ FROM verdict;
 DROP VIEW IF EXISTS v_finding;
 CREATE VIEW v_finding AS
 SELECT vllm_version, platform, hardware, recipe, model_id, variant, strategy,
-       feature, mode, status, message, reason, evidence, gated, pinned, works_from
+       feature, mode, status, message, reason, evidence, gated, pinned, works_from, judged
 FROM verdict
 WHERE status <> 'ok';

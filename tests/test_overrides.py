@@ -93,6 +93,7 @@ def _row(
         "evidence": evidence,
         "gated": gated,
         "pinned": pinned,
+        "judged": pinned,
         "works_from": works_from,
         "argv": "",
         "chain": "[]",

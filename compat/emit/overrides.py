@@ -209,7 +209,10 @@ def read_verdicts(db_path: Path | str) -> list[Row]:
         missing = [c for c in VERDICT_COLUMNS if c not in cols]
         if missing:
             raise UserError(f"the verdict table lacks columns: {', '.join(missing)}", where=where)
-        sql = f"SELECT rowid, {', '.join(VERDICT_COLUMNS)} FROM verdict ORDER BY rowid"
+        # `judged` (rows at the releases the build was asked to judge) supersedes `pinned`
+        # when present: with explicit --vllm releases every given release is judged.
+        select = [("judged AS pinned" if c == "pinned" and "judged" in cols else c) for c in VERDICT_COLUMNS]
+        sql = f"SELECT rowid, {', '.join(select)} FROM verdict ORDER BY rowid"
         out = []
         for r in con.execute(sql):
             vals = ["" if v is None else v for v in r]
