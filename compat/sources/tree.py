@@ -36,6 +36,7 @@ class VllmTree:
     commit: str | None = None
     _ast: dict[str, ast.Module | None] = field(default_factory=dict, repr=False)
     _text: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def path(self, rel: str) -> Path:
         return self.root / rel
@@ -53,6 +54,12 @@ class VllmTree:
             except UnicodeDecodeError:
                 self._text[rel] = (self.root / rel).read_text(encoding="utf-8", errors="replace")
         return self._text[rel]
+
+    def lines(self, rel: str) -> list[str]:
+        """Source lines of a file ([] when missing), for slicing by AST line numbers."""
+        if rel not in self._lines:
+            self._lines[rel] = (self.read(rel) or "").splitlines()
+        return self._lines[rel]
 
     def parse(self, rel: str) -> ast.Module | None:
         """Parsed module, or None when missing or not valid Python for this interpreter."""

@@ -72,8 +72,8 @@ def _func(mod: ast.Module | None, name: str) -> ast.FunctionDef | None:
 def _src(tree: VllmTree, rel: str, fn: ast.FunctionDef | None) -> str:
     if fn is None:
         return ""
-    text = tree.read(rel) or ""
-    return ast.get_source_segment(text, fn) or ""
+    lines = tree.lines(rel)
+    return "\n".join(lines[fn.lineno - 1 : fn.end_lineno or fn.lineno])
 
 
 def detect_rules(tree: VllmTree) -> Rules:

@@ -166,18 +166,30 @@ def _free_names(fn: ast.FunctionDef) -> set[str]:
     return loaded - assigned
 
 
-def run_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[str, Any],
-                 *args: Any) -> tuple[Any, int]:
-    """Execute `fn(StubConfig(config), *args)`; returns (result, line of first config change)."""
+_COMPILED: dict[tuple[int, int, str], tuple[Any, list[str], str, Any]] = {}
+
+
+def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list[str], str]:
+    """The function compiled alone, once per (tree, FunctionDef)."""
+    key = (id(tree), id(fn), file)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[3] is fn:
+        return hit[0], hit[1], hit[2]
     g = _globals_for(tree, fn)
     missing = sorted(n for n in _free_names(fn) if n not in g and n not in g["__builtins__"])
     fn2 = _copy.deepcopy(fn)
     fn2.decorator_list = []
     marker = f"<isolated {file}:{fn.name}>"
-    module = ast.Module(body=[fn2], type_ignores=[])
-    code = compile(ast.fix_missing_locations(module), marker, "exec")
+    code = compile(ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), marker, "exec")
     exec(code, g)  # noqa: S102 (defines the function only)
-    func = g[fn.name]
+    _COMPILED[key] = (g[fn.name], missing, marker, fn)
+    return g[fn.name], missing, marker
+
+
+def run_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[str, Any],
+                 *args: Any) -> tuple[Any, int]:
+    """Execute `fn(StubConfig(config), *args)`; returns (result, line of first config change)."""
+    func, missing, marker = _compiled(tree, fn, file)
     cfg = StubConfig(_copy.deepcopy(config))
     deadline = time.monotonic() + TIME_LIMIT_S
     count = [0]
