@@ -33,7 +33,8 @@ def test_minitree_flag_set() -> None:
         "--tool-call-parser", "--enable-auto-tool-choice", "--chat-template-content-format",
         "--default-chat-template-kwargs", "--lora-modules", "--port", "--api-key", "--middleware",
         "--pipeline-parallel-size", "--tensor-parallel-size", "--decode-context-parallel-size",
-        "--enable-expert-parallel", "--distributed-executor-backend", "--speculative-config",
+        "--enable-expert-parallel", "--disable-custom-all-reduce", "--distributed-executor-backend",
+        "--speculative-config",
         "--spec-method", "--compilation-config", "--additional-config", "--model",
         "--disable-log-stats", "--fail-on-environ-validation", "--enable-log-requests",
     }
@@ -45,6 +46,7 @@ def test_minitree_flag_set() -> None:
     # BooleanOptionalAction (explicit, or a bool config field) adds --no-x; store_true does not
     negated = {f.flag for f in s.flags if f.kind == "negated"}
     assert negated == {"--no-enable-auto-tool-choice", "--no-enable-expert-parallel",
+                       "--no-disable-custom-all-reduce",
                        "--no-fail-on-environ-validation", "--no-enable-log-requests"}
     assert s.lookup("--no-headless") is None
 
@@ -222,3 +224,13 @@ def test_real_attention_config_keys(vllm_tree) -> None:
         s = extract_cli(vllm_tree(version))
         assert len({k for k in s.subkeys["--attention-config"] if "." not in k}) == n
         assert s.check_arg("--attention-config.backend")[0] == "ok"
+
+
+def test_nested_dict_spread_keeps_the_field_type():
+    """`**{**kwargs["field"], "default": None}` still gives a boolean flag with its --no- twin."""
+    from compat.sources.tree import VllmTree
+
+    root = Path(__file__).resolve().parent / "fixtures" / "minitrees" / "mini_current"
+    cli = extract_cli(VllmTree(root=root, version="mini", origin="src"))
+    assert cli.lookup("--disable-custom-all-reduce").value_type == "bool"
+    assert cli.lookup("--no-disable-custom-all-reduce").kind == "negated"

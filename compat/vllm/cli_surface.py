@@ -655,10 +655,22 @@ class _CliExtractor:
         if not opts:
             return  # positional (model_tag)
         kw = {k.arg: k.value for k in call.keywords if k.arg}
+        # `**{**cache_kwargs["x"], "default": None}`: unfold dict literals into spreads + keywords.
+        spreads: list[ast.expr] = []
+        pending = [k.value for k in call.keywords if k.arg is None]
+        while pending:
+            v = pending.pop(0)
+            if isinstance(v, ast.Dict):
+                for dk, dv in zip(v.keys, v.values):
+                    if dk is None:
+                        pending.append(dv)
+                    elif isinstance(dk, ast.Constant) and isinstance(dk.value, str):
+                        kw[dk.value] = dv
+            else:
+                spreads.append(v)
         backing_cls, backing_field = None, None
-        for k in call.keywords:
-            if k.arg is None:  # **xxx_kwargs["field"] or **alias
-                v = k.value
+        for v in spreads:
+            if True:  # **xxx_kwargs["field"] or **alias
                 if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant) and isinstance(
                     v.value, ast.Name
                 ) and v.value.id in kwvars:
