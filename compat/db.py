@@ -157,6 +157,32 @@ class ParserName(SQLModel, table=True):
     line: int = 0
 
 
+class ClassAttrFact(SQLModel, table=True):
+    """Classes that set a capability attribute gates depend on (LSE for DCP, aux states over PP)."""
+
+    __tablename__ = "class_attr_fact"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    attr: str
+    class_name: str
+    file: str = ""
+    line: int = 0
+    value: str = ""
+    via: str = ""
+
+
+class ReleaseFact(SQLModel, table=True):
+    """Scalar facts of a release read from its source (JSON values), e.g. how the runner is chosen."""
+
+    __tablename__ = "release_fact"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    key: str
+    value: str = "null"
+    file: str = ""
+    line: int = 0
+
+
 class ModelFact(SQLModel, table=True):
     __tablename__ = "model_fact"
     model_id: str = Field(primary_key=True)
@@ -196,9 +222,9 @@ class Verdict(SQLModel, table=True):
 
 
 TABLES = [Release, ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
-          RaiseMessage, CliFlag, ParserName, ModelFact, Verdict]
+          RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact, ModelFact, Verdict]
 RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
-                  RaiseMessage, CliFlag, ParserName]
+                  RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact]
 
 
 def _views_sql() -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
+from compat.verdict import gates
 from compat.verdict.knowledge import Knowledge
 from compat.vllm.speculative import eagle_rewrite
 
@@ -65,7 +66,8 @@ class Judge:
     def __init__(self, k: Knowledge, models: ModelResolver) -> None:
         self.k = k
         self.models = models
-        self._spec_cache: dict[tuple, list[Finding]] = {}
+        self._spec_cache: dict[tuple, tuple[list[Finding], dict[str, Any]]] = {}
+        self._meta: dict[str, Any] = {}
 
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
@@ -184,11 +186,18 @@ class Judge:
             elif not facts.is_moe:
                 out.append(Finding("blocked", f"{prefix}--enable-expert-parallel on {c.model_id}, which has no "
                                    f"experts ({src})", EP_MSG, [k.raise_at("Number of experts in the model")]))
+        meta: dict[str, Any] = {}
         if args.speculative_config is not None:
             key = (c.platform, c.model_id, json.dumps(args.speculative_config, sort_keys=True), pp)
             if key not in self._spec_cache:
-                self._spec_cache[key] = self._spec(c.platform, args, facts, cap)
-            out += [Finding(f.status, prefix + f.step, f.message, f.evidence) for f in self._spec_cache[key]]
+                self._meta = {}
+                self._spec_cache[key] = (self._spec(c.platform, args, facts, cap), self._meta)
+            spec_findings, meta = self._spec_cache[key]
+            out += [Finding(f.status, prefix + f.step, f.message, f.evidence) for f in spec_findings]
+        ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
+        for status, rule, row in gates.apply(k, ctx):
+            out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
+                               rule.message, [f"{row['file']}:{row['line']}" if row.get("file") else ""]))
         if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") and not cap.get("supports_encoder_tp_data"):
             out.append(Finding("warning", f"{prefix}{arch} does not support --mm-encoder-tp-mode data; vLLM "
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
@@ -232,6 +241,8 @@ class Judge:
         pc = k.draft_pc.get(canonical)
         pp = args.pipeline_parallel_size
         pp_src = pc["pp_source"] if pc else "unknown"
+        self._meta["method"] = canonical
+        self._meta["draft_pp"] = {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src)
         pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
         step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
         if pp_src == "none":
@@ -269,6 +280,8 @@ class Judge:
                     if rew:
                         how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
                         draft_archs = rew
+        if draft_archs:
+            self._meta["draft_cap"] = k.caps.get((platform, draft_archs[0]))
         inherits = pp_src in ("target", "target_config")
         if not inherits or pp <= 1:
             why = "PP 1" if pp <= 1 else f"draft PP forced to 1 ({pc_ev})"

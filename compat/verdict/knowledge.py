@@ -31,6 +31,8 @@ class Knowledge:
     parsers: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     gates: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule id -> row
     raises: list[dict[str, Any]] = field(default_factory=list)
+    class_attrs: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    release_facts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     _runner: OverrideRunner | None = None
 
@@ -79,6 +81,11 @@ def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowl
         for r in rows("select * from gate_status where vllm_version = ?"):
             k.gates[r["rule_id"]] = r
         k.raises = rows("select file, line, template from raise_message where vllm_version = ?")
+        for r in rows("select * from class_attr_fact where vllm_version = ?"):
+            k.class_attrs[r["attr"]].append(r)
+        for r in rows("select * from release_fact where vllm_version = ?"):
+            k.release_facts[r["key"]] = dict(json.loads(r["value"]), file=r["file"], line=r["line"]) \
+                if r["value"].startswith("{") else json.loads(r["value"])
         rel = rows("select notes from release where version = ?")
         if rel:
             k.notes = json.loads(rel[0]["notes"] or "[]")

@@ -136,7 +136,8 @@ def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict
 def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex) -> tuple[dict, list[str]]:
     """CLI flags (and dotted sub-keys), parser names, the raise inventory, gate anchors."""
     from compat.vllm.cli_surface import extract_cli
-    from compat.vllm.gates import check_gates, load_rules
+    from compat.vllm.gates import (check_gates, extract_aux_over_pp_classes, extract_lse_impls,
+                                   load_rules)
     from compat.vllm.parsers import extract_parsers
     from compat.vllm.raises import scan_raises
 
@@ -170,8 +171,59 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
         r = rules[g.rule_id]
         gate_rows.append({"rule_id": g.rule_id, "status": g.status, "effect": r.effect, "message": r.message,
                           "file": g.file or "", "line": g.line or 0, "reason": g.reason or ""})
+    attr_rows, release_rows = [], []
+    for scan in (extract_lse_impls(tree), extract_aux_over_pp_classes(tree)):
+        if scan.status != "ok":
+            notes.append(f"{scan.attr}: {scan.reason}")
+            continue
+        for c in scan.classes:
+            attr_rows.append({"attr": scan.attr, "class_name": c.class_name, "file": c.file,
+                              "line": c.line, "value": c.value, "via": c.via})
+    release_rows.append(runner_default(tree))
     return {"cli_flag": flag_rows, "parser_name": parser_rows, "raise_message": raise_rows,
-            "gate_status": gate_rows}, notes
+            "gate_status": gate_rows, "class_attr_fact": attr_rows, "release_fact": release_rows}, notes
+
+
+def runner_default(tree: VllmTree) -> dict:
+    """How `VllmConfig.use_v2_model_runner` picks the runner when nothing forces it.
+
+    `{"mode": "restricted", "archs": [...]}`: V2 only for those architectures (dense,
+    unquantized), as in 0.23/0.24; `{"mode": "v2"}`: V2 unless an unsupported feature is
+    present, as in 0.33; `{"mode": "unknown"}` otherwise.
+    """
+    import ast as _ast
+
+    rel = "vllm/config/vllm.py"
+    mod = tree.parse(rel)
+    value: dict = {"mode": "unknown"}
+    line = 0
+    if mod is not None:
+        archs = None
+        for st in mod.body:
+            if (isinstance(st, _ast.Assign) and isinstance(st.targets[0], _ast.Name)
+                    and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"):
+                node = st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
+                try:
+                    archs = sorted(_ast.literal_eval(node))
+                except (ValueError, SyntaxError, TypeError):
+                    archs = None
+        default_src = ""
+        for node in _ast.walk(mod):
+            if isinstance(node, _ast.FunctionDef) and node.name == "_is_default_v2_model_runner_model":
+                default_src = "\n".join(tree.lines(rel)[node.lineno - 1: node.end_lineno])
+        for node in _ast.walk(mod):
+            if isinstance(node, _ast.FunctionDef) and node.name == "use_v2_model_runner":
+                line = node.lineno
+                src = "\n".join(tree.lines(rel)[node.lineno - 1: node.end_lineno])
+                if "_is_default_v2_model_runner_model()" in src:
+                    value = ({"mode": "restricted", "archs": archs,
+                              "requires_dense": "not model_config.is_moe" in default_src,
+                              "requires_unquantized": "is_quantized" in default_src}
+                             if archs and default_src else {"mode": "unknown"})
+                elif "_get_v2_model_runner_unsupported_features()" in src:
+                    value = {"mode": "v2"}
+                break
+    return {"key": "runner_default", "value": json.dumps(value), "file": rel, "line": line}
 
 
 _EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))

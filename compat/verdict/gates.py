@@ -1,0 +1,150 @@
+"""Curated runtime gates (data/gates.yaml) applied to one invocation at one release.
+
+The engine builds a context from the parsed argv, the target's capabilities and
+config facts, and what the release's source says about the draft; every rule
+*verified* for that release (all anchors found) is evaluated with the rules' own
+condition vocabulary. A rule whose condition cannot be decided (a fact is missing)
+is not applied; a rule that applies becomes a finding with its effect:
+config_error / startup_error -> blocked, fallback / warning -> warning.
+
+Which model runner vLLM picks is itself read from the release (`runner_default`
+release fact, see compat.vllm.facts.runner_default) plus the `v2_unsupported` rules.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from compat.vllm.gates import GateRule, load_rules, rule_applies
+
+# Rules the engine decides itself with a fuller reason chain.
+HANDLED_BY_ENGINE = {"draft-pp-gate", "ep-needs-moe", "mm-encoder-tp-data-fallback"}
+_BLOCKING = {"config_error", "startup_error"}
+_DSA_TYPES = {"deepseek_v32", "glm_moe_dsa"}
+
+
+@lru_cache(maxsize=1)
+def rules() -> tuple[GateRule, ...]:
+    return tuple(load_rules())
+
+
+def module_file(class_path: str) -> str:
+    mod = class_path.rsplit(".", 1)[0]
+    return mod.replace(".", "/")
+
+
+def aux_over_pp(k: Any, cap: dict[str, Any]) -> bool | None:
+    """Does the target's inner decoder set supports_aux_hidden_states_over_pp = True?
+
+    Approximation: a class with that attribute set True lives in a module of the
+    target's MRO (the inner decoder sits beside its ForCausalLM class).
+    """
+    classes = k.class_attrs.get("supports_aux_hidden_states_over_pp")
+    if not classes:
+        return None if not k.class_attrs else False
+    import json
+
+    mods = {module_file(p) for p in json.loads(cap.get("mro_path") or "[]") if p.startswith("vllm.")}
+    files = {c["file"].rsplit(".py", 1)[0].removesuffix("/__init__") for c in classes}
+    return bool(mods & files)
+
+
+def returns_lse(k: Any, facts: Any) -> bool | None:
+    """Does the attention impl vLLM would pick return the softmax LSE (needed by DCP)?"""
+    impls = {c["class_name"] for c in k.class_attrs.get("can_return_lse_for_decode", [])}
+    if not impls or facts.use_mla is None:
+        return None
+    if facts.use_mla and (facts.model_type in _DSA_TYPES):
+        return any("Sparse" in i for i in impls)
+    if facts.use_mla:
+        return any("MLA" in i and "Sparse" not in i for i in impls)
+    return "FlashAttentionImpl" in impls or "FlashInferImpl" in impls
+
+
+def context(k: Any, args: Any, facts: Any, cap: dict[str, Any], spec_method: str | None,
+            draft_pp: int | None, draft_cap: dict[str, Any] | None) -> dict[str, Any]:
+    flags = {t.flag for t in args.tokens if not t.negated}
+    kv = args.kv_transfer_config if isinstance(args.kv_transfer_config, dict) else {}
+    spec = args.speculative_config if isinstance(args.speculative_config, dict) else {}
+    ctx: dict[str, Any] = {
+        "pp": args.pipeline_parallel_size, "tp": args.tensor_parallel_size,
+        "dp": args.data_parallel_size, "dcp": args.decode_context_parallel_size,
+        "pcp": args.prefill_context_parallel_size, "ep": args.enable_expert_parallel,
+        "dp_external": args.data_parallel_external_lb,
+        "async_scheduling": "--async-scheduling" in flags,
+        "elastic_ep": "--enable-elastic-ep" in flags,
+        "adaptive_verification": bool(spec.get("enable_adaptive_verification", False)),
+        "model_runner_forced": False,  # recipes' env is not modelled; VLLM_USE_V2_MODEL_RUNNER unset
+        "spec_method": spec_method,
+        "draft_tp": spec.get("draft_tensor_parallel_size"),
+        "kv_connector": kv.get("kv_connector"), "kv_role": kv.get("kv_role"),
+        "mm_encoder_tp_mode": args.mm_encoder_tp_mode,
+        "distributed_executor_backend": None,
+        "target": {
+            "supports_pp": cap.get("supports_pp"), "supports_eagle3": cap.get("supports_eagle3"),
+            "is_hybrid": cap.get("is_hybrid"), "has_inner_state": cap.get("has_inner_state"),
+            "is_attention_free": cap.get("is_attention_free"),
+            "supports_multimodal": cap.get("supports_multimodal"),
+            "supports_encoder_tp_data": cap.get("supports_encoder_tp_data"),
+            "is_moe": facts.is_moe, "use_mla": facts.use_mla,
+            "aux_hidden_states_over_pp": aux_over_pp(k, cap),
+            "attention_returns_lse": returns_lse(k, facts),
+        },
+        "installed": {},
+    }
+    if facts.num_key_value_heads is not None:
+        ctx["kv_heads"] = facts.num_key_value_heads
+    for t in args.tokens:
+        if t.flag == "--distributed-executor-backend":
+            ctx["distributed_executor_backend"] = t.value
+    if draft_pp is not None:
+        ctx["draft_pp"] = draft_pp
+    if draft_cap is not None:
+        ctx["draft"] = {"supports_pp": draft_cap.get("supports_pp"), "is_moe": draft_cap.get("is_moe")}
+    runner = choose_runner(k, ctx, facts, cap, args)
+    if runner is not None:
+        ctx["model_runner"] = runner
+    return ctx
+
+
+def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any) -> str | None:
+    """'v1' / 'v2' as `VllmConfig.use_v2_model_runner` decides in this release, or None."""
+    rd = k.release_facts.get("runner_default") or {}
+    mode = rd.get("mode")
+    if mode == "v2":
+        candidate: bool | None = True
+    elif mode == "restricted":
+        candidate = cap.get("arch") in set(rd.get("archs") or [])
+        if candidate and rd.get("requires_dense"):
+            candidate = None if facts.is_moe is None else not facts.is_moe
+        if candidate and rd.get("requires_unquantized"):
+            quant = bool(args.quantization) or bool((facts.config or {}).get("quantization_config"))
+            candidate = False if quant else (None if facts.config is None and not args.quantization else True)
+    else:
+        return None
+    if candidate is False:
+        return "v1"
+    verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
+    hits = [rule_applies(r, ctx, list(rules()), verified) for r in rules()
+            if r.group == "v2_unsupported" and r.id in verified]
+    if any(h is True for h in hits):
+        return "v1"
+    if candidate is None or any(h is None for h in hits):
+        return None
+    return "v2"
+
+
+def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[str, GateRule, dict[str, Any]]]:
+    """(status, rule, gate row) for every verified rule that applies."""
+    verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
+    out = []
+    for r in rules():
+        if r.id in HANDLED_BY_ENGINE or r.id not in verified:
+            continue
+        if r.group == "v2_unsupported" and r.effect == "fallback":
+            # Falling back to V1 only matters where V2 would have run.
+            continue
+        if rule_applies(r, ctx, list(rules()), verified) is True:
+            out.append(("blocked" if r.effect in _BLOCKING else "warning", r, k.gates[r.id]))
+    return out
