@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from compat.sources.tree import VllmTree
 
-PLATFORMS = ("cuda", "rocm", "cpu", "xpu")
+PLATFORMS = ("cuda", "rocm", "cpu", "xpu", "unspecified")
 
 # What `current_platform.<method>()` returns on each platform we evaluate.
 _PLATFORM_TRUTH: dict[str, dict[str, bool]] = {
@@ -24,12 +24,13 @@ _PLATFORM_TRUTH: dict[str, dict[str, bool]] = {
     "rocm": {"is_rocm": True, "is_cuda_alike": True},
     "cpu": {"is_cpu": True},
     "xpu": {"is_xpu": True},
+    "unspecified": {"is_unspecified": True},  # vLLM's UnspecifiedPlatform (no device found)
 }
 _PLATFORM_METHODS = {
     "is_cuda", "is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_cuda_alike", "is_out_of_tree",
-    "is_neuron", "is_hpu",
+    "is_neuron", "is_hpu", "is_unspecified",
 }
-_DEVICE_TYPE = {"cuda": "cuda", "rocm": "cuda", "cpu": "cpu", "xpu": "xpu"}
+_DEVICE_TYPE = {"cuda": "cuda", "rocm": "cuda", "cpu": "cpu", "xpu": "xpu", "unspecified": ""}
 
 
 @dataclass(frozen=True)
