@@ -38,6 +38,8 @@ _EXTRACT_FILES = (
 )
 
 Opener = Callable[[str, dict[str, str]], bytes]
+# Bump when the set of extracted members changes: older extractions are redone.
+EXTRACT_VERSION = "2"
 
 
 def cache_dir() -> Path:
@@ -157,14 +159,23 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
 
 
 def _wanted(name: str) -> bool:
-    return name.endswith(".py") and name.startswith(_EXTRACT_PREFIXES) or name in _EXTRACT_FILES
+    return (name.endswith(".py") and name.startswith(_EXTRACT_PREFIXES) or name in _EXTRACT_FILES
+            or name.startswith("requirements/") and name.endswith(".txt"))
+
+
+def _complete(dest: Path, marker: str) -> bool:
+    try:
+        return (dest / ".complete").read_text() == marker
+    except OSError:
+        return False
 
 
 def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
     """Unpack the needed members once per hash; returns the tree root (has `vllm/`)."""
     cache = cache or cache_dir()
     dest = cache / "trees" / sha
-    if (dest / ".complete").is_file():
+    marker = f"{sha} v{EXTRACT_VERSION}"
+    if _complete(dest, marker):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
@@ -179,13 +190,13 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
                     m.name = parts[1]
                     members.append(m)
             tf.extractall(tmp, members=members, filter="data")
-        (tmp / ".complete").write_text(sha)
-        if dest.exists() and not (dest / ".complete").is_file():
-            shutil.rmtree(dest)  # a half-written tree from an interrupted run
+        (tmp / ".complete").write_text(marker)
+        if dest.exists() and not _complete(dest, marker):
+            shutil.rmtree(dest)  # a half-written or outdated extraction
         try:
             os.replace(tmp, dest)
         except OSError:
-            if not (dest / ".complete").is_file():  # lost a race to a concurrent extract otherwise
+            if not _complete(dest, marker):  # lost a race to a concurrent extract otherwise
                 raise
     except (tarfile.TarError, EOFError, OSError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)

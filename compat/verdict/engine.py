@@ -29,6 +29,7 @@ class Finding:
     step: str
     message: str = ""
     evidence: list[str] = field(default_factory=list)
+    stage: str = "config"  # config: rejected while building the config; startup: at model load / engine start
 
 
 @dataclass
@@ -37,8 +38,11 @@ class Outcome:
     message: str = ""
     chain: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
+    config_status: str = "ok"  # the verdict counting only config-time checks (what golden data covers)
 
     def add(self, f: Finding) -> None:
+        if f.stage == "config" and _RANK[f.status] > _RANK[self.config_status]:
+            self.config_status = f.status
         self.chain.append(f"[{f.status}] {f.step}")
         for e in f.evidence:
             if e and e not in self.evidence:
@@ -193,11 +197,12 @@ class Judge:
                 self._meta = {}
                 self._spec_cache[key] = (self._spec(c.platform, args, facts, cap), self._meta)
             spec_findings, meta = self._spec_cache[key]
-            out += [Finding(f.status, prefix + f.step, f.message, f.evidence) for f in spec_findings]
+            out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in spec_findings]
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
         for status, rule, row in gates.apply(k, ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
-                               rule.message, [f"{row['file']}:{row['line']}" if row.get("file") else ""]))
+                               rule.message, [f"{row['file']}:{row['line']}" if row.get("file") else ""],
+                               "startup" if rule.effect == "startup_error" else "config"))
         if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") and not cap.get("supports_encoder_tp_data"):
             out.append(Finding("warning", f"{prefix}{arch} does not support --mm-encoder-tp-mode data; vLLM "
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
@@ -228,11 +233,13 @@ class Judge:
                 method = "ngram"
             else:
                 method = "draft_model"
-                low = (model or "").lower()
-                for needle, m in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"), ("dspark", "dspark")):
-                    if needle in low and m in k.methods:
-                        method = m
-                        break
+        if method == "draft_model":
+            # SpeculativeConfig.__post_init__ re-detects the method from the draft's name.
+            low = (model or "").lower()
+            for needle, m in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"), ("dspark", "dspark")):
+                if needle in low and m in k.methods:
+                    method = m
+                    break
         if method not in k.methods:
             return [Finding("blocked", f"speculative method {method!r} is not accepted by vLLM {k.version}",
                             f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; "

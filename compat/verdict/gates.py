@@ -62,6 +62,17 @@ def returns_lse(k: Any, facts: Any) -> bool | None:
     return "FlashAttentionImpl" in impls or "FlashInferImpl" in impls
 
 
+OPTIONAL_PACKAGES = ("arctic_inference",)
+
+
+def installed(k: Any) -> dict[str, bool]:
+    """Optional packages a stock install of the release has (from its requirements files)."""
+    pkgs = (k.release_facts.get("requirements") or {}).get("packages")
+    if pkgs is None:
+        return {}
+    return {p: p.replace("_", "-") in set(pkgs) for p in OPTIONAL_PACKAGES}
+
+
 def context(k: Any, args: Any, facts: Any, cap: dict[str, Any], spec_method: str | None,
             draft_pp: int | None, draft_cap: dict[str, Any] | None) -> dict[str, Any]:
     flags = {t.flag for t in args.tokens if not t.negated}
@@ -91,7 +102,7 @@ def context(k: Any, args: Any, facts: Any, cap: dict[str, Any], spec_method: str
             "aux_hidden_states_over_pp": aux_over_pp(k, cap),
             "attention_returns_lse": returns_lse(k, facts),
         },
-        "installed": {},
+        "installed": installed(k),
     }
     if facts.num_key_value_heads is not None:
         ctx["kv_heads"] = facts.num_key_value_heads

@@ -180,6 +180,7 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
             attr_rows.append({"attr": scan.attr, "class_name": c.class_name, "file": c.file,
                               "line": c.line, "value": c.value, "via": c.via})
     release_rows.append(runner_default(tree))
+    release_rows.append(requirements_fact(tree))
     return {"cli_flag": flag_rows, "parser_name": parser_rows, "raise_message": raise_rows,
             "gate_status": gate_rows, "class_attr_fact": attr_rows, "release_fact": release_rows}, notes
 
@@ -227,3 +228,26 @@ def runner_default(tree: VllmTree) -> dict:
 
 
 _EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))
+
+
+def requirements_fact(tree: VllmTree) -> dict:
+    """Packages a default install of the release brings (requirements/common.txt + cuda.txt).
+
+    Gates such as "suffix decoding needs arctic_inference" depend on an optional package;
+    when it is not among these, a stock install lacks it.
+    """
+    import re
+
+    names: set[str] = set()
+    found = False
+    for rel in ("requirements/common.txt", "requirements/cuda.txt"):
+        text = tree.read(rel)
+        if text is None:
+            continue
+        found = True
+        for line in text.splitlines():
+            m = re.match(r"\s*([A-Za-z0-9_.\-]+)", line)
+            if m and not line.lstrip().startswith(("#", "-")):
+                names.add(m.group(1).lower().replace("_", "-"))
+    value = {"packages": sorted(names)} if found else {"packages": None}
+    return {"key": "requirements", "value": json.dumps(value), "file": "requirements/common.txt", "line": 0}
