@@ -224,6 +224,25 @@ def site(
     out.print(f"{rep.pages} pages, {rep.bytes / 1e6:.1f} MB in {rep.seconds:.1f}s -> {output}/index.html")
 
 
+@app.command("diff")
+def diff_cmd(
+    a: Annotated[str, typer.Argument(help="Older release, e.g. 0.23.0.")],
+    b: Annotated[str, typer.Argument(help="Newer release, e.g. 0.33.0.")],
+    db: DbOpt = Path("compat.db"),
+    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+) -> None:
+    """Capabilities, drafts, gates, new error messages, flags, parsers and verdicts that changed.
+
+    Example: compat diff 0.23.0 0.33.0 --db compat.db
+    """
+    from compat import diff as diffm
+
+    if format not in ("text", "json"):
+        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
+    d = diffm.diff(db, a, b)
+    sys.stdout.write(json.dumps(d, indent=1) + "\n" if format == "json" else diffm.render_text(d))
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)

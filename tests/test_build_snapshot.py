@@ -92,3 +92,19 @@ def test_applied_overrides_silence_check(built, snapshot, tmp_path):
     # (DSpark is unknown to 0.23.0 on every strategy: no allowlist can express that; it stays.)
     assert pp_mtp(before) and not pp_mtp(after)
     assert after["blocked"] < before["blocked"]
+
+
+def test_diff_shows_the_release_change_that_fixed_pp_mtp(built):
+    r = run("diff", "0.23.0", "0.33.0", "--db", str(built), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    mtp = [p for p in d["draft_parallel"] if p["method"] == "mtp"][0]
+    assert mtp["from"][0] == "target" and mtp["to"][0] == "one"
+    glm = [x for x in d["drafts"] if x["platform"] == "cuda" and x["target"] == "glm_moe_dsa"][0]
+    assert glm["from"]["draft_supports_pp"] == 0 and glm["to"]["draft_supports_pp"] == 1
+    fixed = d["verdicts"]["by_recipe"]["models/zai-org/GLM-5.2.yaml"]
+    assert any(i["strategy"] == "multi_node_tp_pp" and i["mode"] == "mtp" and i["before"] == "blocked"
+               and i["after"] == "ok" for i in fixed)
+    assert "dspark" in d["spec_methods"]["added"]
+    text = run("diff", "0.23.0", "0.33.0", "--db", str(built)).stdout
+    assert "now working (fixed)" in text and "draft parallel config for mtp" in text

@@ -1,0 +1,185 @@
+"""`compat diff A B`: what changed between two scanned releases, grouped for one screen.
+
+Everything is a set difference over fact rows already in the database, so the diff
+shows exactly what the verdicts were computed from.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from compat import db as dbm
+from compat.errors import UserError
+
+CAP_FLAGS = ("supports_pp", "supports_lora", "supports_multimodal", "supports_encoder_tp_data",
+             "is_hybrid", "has_inner_state", "is_attention_free", "supports_transcription",
+             "is_pooling_model", "is_text_generation_model", "supports_eagle3", "is_moe")
+
+
+def _rows(conn: Any, sql: str, params: tuple) -> list[dict[str, Any]]:
+    res = conn.exec_driver_sql(sql, params)
+    cols = list(res.keys())
+    return [dict(zip(cols, r)) for r in res.fetchall()]
+
+
+def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
+    engine = dbm.reading(db_path)
+    with engine.connect() as conn:
+        have = {r["version"] for r in _rows(conn, "select version from release", ())}
+        for v in (a, b):
+            if v not in have:
+                raise UserError(f"release {v} is not in the database (scanned: {', '.join(sorted(have)) or 'none'})",
+                                where=str(db_path))
+
+        def both(sql: str) -> tuple[list[dict], list[dict]]:
+            return _rows(conn, sql, (a,)), _rows(conn, sql, (b,))
+
+        out: dict[str, Any] = {"from": a, "to": b}
+        ca, cb = both("select * from arch_capability where vllm_version = ?")
+        ia = {(r["platform"], r["arch"]): r for r in ca}
+        ib = {(r["platform"], r["arch"]): r for r in cb}
+        changed = []
+        for key in sorted(ia.keys() & ib.keys()):
+            ra, rb = ia[key], ib[key]
+            flips = {f: [ra[f], rb[f]] for f in CAP_FLAGS if ra[f] != rb[f]}
+            moved = ra["class_path"] != rb["class_path"]
+            if flips or moved:
+                changed.append({"platform": key[0], "arch": key[1], "flags": flips,
+                                "class": [ra["class_path"], rb["class_path"]] if moved else None,
+                                "evidence": f"{rb['file']}:{rb['line']}"})
+        out["capabilities"] = {
+            "added": sorted({k[1] for k in ib.keys() - ia.keys()}),
+            "removed": sorted({k[1] for k in ia.keys() - ib.keys()}),
+            "changed": changed,
+        }
+        da, db_ = both("select * from draft_mapping where vllm_version = ?")
+        ka = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in da}
+        kb = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in db_}
+        drafts = []
+        for key in sorted(ka.keys() | kb.keys()):
+            ra, rb = ka.get(key), kb.get(key)
+            fields = ("draft_arch", "draft_class", "draft_supports_pp", "draft_inherits_pp")
+            if ra is None or rb is None or any(ra[f] != rb[f] for f in fields):
+                drafts.append({"platform": key[0], "target": key[1] if key[1] != "unknown" else key[2],
+                               "method": key[3],
+                               "from": {f: ra[f] for f in fields} if ra else None,
+                               "to": {f: rb[f] for f in fields} if rb else None})
+        out["drafts"] = drafts
+        pa, pb = both("select * from draft_parallel where vllm_version = ?")
+        ma = {r["method"]: r for r in pa}
+        mb = {r["method"]: r for r in pb}
+        out["draft_parallel"] = [
+            {"method": m, "from": (ma[m]["pp_source"], ma[m]["ep_source"]) if m in ma else None,
+             "to": (mb[m]["pp_source"], mb[m]["ep_source"]) if m in mb else None,
+             "evidence": f"{mb[m]['file']}:{mb[m]['line']}" if m in mb else ""}
+            for m in sorted(ma.keys() | mb.keys())
+            if m not in ma or m not in mb or (ma[m]["pp_source"], ma[m]["ep_source"]) != (mb[m]["pp_source"], mb[m]["ep_source"])]
+        sa, sb = both("select method from spec_method where vllm_version = ?")
+        out["spec_methods"] = _setdiff({r["method"] for r in sa}, {r["method"] for r in sb})
+        ga, gb = both("select rule_id, status from gate_status where vllm_version = ?")
+        gma = {r["rule_id"]: r["status"] for r in ga}
+        gmb = {r["rule_id"]: r["status"] for r in gb}
+        out["gates"] = [{"rule": g, "from": gma.get(g), "to": gmb.get(g)}
+                        for g in sorted(gma.keys() | gmb.keys()) if gma.get(g) != gmb.get(g)]
+        fa, fb = both("select flag from cli_flag where vllm_version = ? and kind in ('long', 'short')")
+        out["flags"] = _setdiff({r["flag"] for r in fa}, {r["flag"] for r in fb})
+        for kind in ("tool", "reasoning"):
+            xa, xb = both(f"select name from parser_name where vllm_version = ? and kind = '{kind}'")
+            out[f"{kind}_parsers"] = _setdiff({r["name"] for r in xa}, {r["name"] for r in xb})
+        ra_, rb_ = both("select template, file, line from raise_message where vllm_version = ?")
+        ta = {r["template"] for r in ra_}
+        new = {}
+        for r in rb_:
+            if r["template"] not in ta and r["template"] not in new:
+                new[r["template"]] = f"{r['file']}:{r['line']}"
+        tb = {r["template"] for r in rb_}
+        out["messages"] = {"new": [{"message": t, "at": w} for t, w in sorted(new.items())],
+                           "gone": sorted(ta - tb)}
+        out["verdicts"] = _verdict_changes(conn, a, b)
+    return out
+
+
+def _setdiff(a: set[str], b: set[str]) -> dict[str, list[str]]:
+    return {"added": sorted(b - a), "removed": sorted(a - b)}
+
+
+def _verdict_changes(conn: Any, a: str, b: str) -> dict[str, Any]:
+    key = "platform, hardware, recipe, variant, strategy, feature, mode"
+    rows = _rows(conn, f"""
+        select x.recipe, x.strategy, x.feature, x.mode, x.status as before, y.status as after,
+               y.reason as reason, count(*) as n
+        from verdict x join verdict y using ({key})
+        where x.vllm_version = ? and y.vllm_version = ? and x.status <> y.status
+        group by x.recipe, x.strategy, x.feature, x.mode, x.status, y.status
+        order by x.recipe, x.strategy, x.feature, x.mode""", (a, b))
+    by_recipe: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_recipe[r.pop("recipe")].append(r)
+    compared = _rows(conn, f"select count(*) n from verdict x join verdict y using ({key}) "
+                           "where x.vllm_version = ? and y.vllm_version = ?", (a, b))[0]["n"]
+    return {"compared": compared, "changed": sum(r["n"] for r in rows), "by_recipe": dict(by_recipe)}
+
+
+def render_text(d: dict[str, Any], limit: int = 12) -> str:
+    a, b = d["from"], d["to"]
+    lines = [f"vLLM {a} -> {b}"]
+    v = d["verdicts"]
+    lines.append(f"\nVerdicts: {v['changed']} of {v['compared']} comparable rows changed status")
+    if not v["compared"]:
+        lines.append("  (build with --vllm for both releases to compare verdicts)")
+    groups = {"now blocked (regressions)": lambda i: i["after"] == "blocked" and i["before"] in ("ok", "warning"),
+              "now working (fixed)": lambda i: i["before"] == "blocked" and i["after"] in ("ok", "warning")}
+    for title, pick in groups.items():
+        items = [(r, i) for r, xs in v["by_recipe"].items() for i in xs if pick(i)]
+        lines.append(f"  {title}: {sum(i['n'] for _, i in items)} rows in {len({r for r, _ in items})} recipes")
+        for recipe, i in items[:limit]:
+            feat = i["feature"] + (f":{i['mode']}" if i["mode"] else "") or "(base)"
+            why = f"  [{i['reason'][:80]}]" if i["after"] != "ok" else ""
+            lines.append(f"    {recipe} {i['strategy']} {feat} ({i['n']} rows){why}")
+    other: dict[str, int] = {}
+    for xs in v["by_recipe"].values():
+        for i in xs:
+            if not any(pick(i) for pick in groups.values()):
+                k = f"{i['before']} -> {i['after']}"
+                other[k] = other.get(k, 0) + i["n"]
+    if other:
+        lines.append("  other transitions: " + ", ".join(f"{k} {n}" for k, n in sorted(other.items())))
+    caps = d["capabilities"]
+    lines.append(f"\nCapabilities: {len(caps['added'])} archs added, {len(caps['removed'])} removed, "
+                 f"{len(caps['changed'])} changed")
+    for c in caps["changed"][:limit]:
+        flips = ", ".join(f"{f} {x}->{y}" for f, (x, y) in c["flags"].items())
+        moved = f" class {c['class'][0]} -> {c['class'][1]}" if c["class"] else ""
+        lines.append(f"  {c['platform']} {c['arch']}: {flips}{moved}")
+    lines.append(f"\nSpeculative decoding: methods {_fmt(d['spec_methods'])}")
+    for p in d["draft_parallel"]:
+        lines.append(f"  draft parallel config for {p['method']}: {p['from']} -> {p['to']} ({p['evidence']})")
+    cuda = [x for x in d["drafts"] if x["platform"] == "cuda"]
+    lines.append(f"  {len(cuda)} draft mappings changed (cuda)")
+    for x in cuda[:limit]:
+        lines.append(f"    {x['method']} draft of {x['target']}: {_draft(x['from'])} -> {_draft(x['to'])}")
+    lines.append(f"\nGates: {len(d['gates'])} changed")
+    for g in d["gates"]:
+        lines.append(f"  {g['rule']}: {g['from']} -> {g['to']}")
+    lines.append(f"\nFlags {_fmt(d['flags'])}; tool parsers {_fmt(d['tool_parsers'])}; "
+                 f"reasoning parsers {_fmt(d['reasoning_parsers'])}")
+    m = d["messages"]
+    lines.append(f"\nError messages (parallel/speculative keywords): {len(m['new'])} new, {len(m['gone'])} gone")
+    for x in m["new"][:limit]:
+        lines.append(f"  + {x['message'][:110]} ({x['at']})")
+    return "\n".join(lines) + "\n"
+
+
+def _draft(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "none"
+    yn = {1: "yes", 0: "no", None: "?"}
+    cls = (d["draft_class"] or d["draft_arch"] or "?").rsplit(".", 1)[-1]
+    return f"{cls} (SupportsPP {yn[d['draft_supports_pp']]}, inherits PP {yn[d['draft_inherits_pp']]})"
+
+
+def _fmt(d: dict[str, list[str]]) -> str:
+    return f"+{len(d['added'])} -{len(d['removed'])}" + (
+        f" (+{', '.join(d['added'][:6])}{'...' if len(d['added']) > 6 else ''})" if d["added"] else "")
