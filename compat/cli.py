@@ -243,6 +243,28 @@ def diff_cmd(
     sys.stdout.write(json.dumps(d, indent=1) + "\n" if format == "json" else diffm.render_text(d))
 
 
+@app.command("bisect")
+def bisect_cmd(
+    model: Annotated[str, typer.Argument(help="Recipe model id or recipe path.")],
+    strategy: Annotated[str, typer.Argument(help="Strategy id.")],
+    feature: Annotated[str, typer.Argument(help="FEATURE[:MODE], or '' for the base command.")] = "",
+    recipes: Annotated[Path, typer.Option("--recipes", help="Recipes checkout.")] = Path("."),
+    start: Annotated[str | None, typer.Option("--from", help="First release (default: the recipe's pin).")] = None,
+    end: Annotated[str | None, typer.Option("--to", help="Last release (default: newest on the index).")] = None,
+    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+) -> None:
+    """First release where a blocked combination works, and the change that made it work.
+
+    Example: compat bisect zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --recipes ../recipes
+    """
+    from compat import bisect as bis
+
+    if format not in ("text", "json"):
+        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
+    r = bis.bisect(recipes, model, strategy, feature, start, end, progress=_progress)
+    sys.stdout.write(bis.as_json(r) + "\n" if format == "json" else bis.render(r))
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)

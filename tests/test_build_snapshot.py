@@ -108,3 +108,15 @@ def test_diff_shows_the_release_change_that_fixed_pp_mtp(built):
     assert "dspark" in d["spec_methods"]["added"]
     text = run("diff", "0.23.0", "0.33.0", "--db", str(built)).stdout
     assert "now working (fixed)" in text and "draft parallel config for mtp" in text
+
+
+def test_bisect_finds_first_working_release_and_the_change(snapshot):
+    r = run("bisect", "zai-org/GLM-5.2", "multi_node_tp_pp", "spec_decoding:mtp", "--recipes", str(snapshot),
+            "--from", "0.23.0", "--to", "0.33.0", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    first = res["first_ok"]
+    assert res["visited"][first] == "ok" and res["visited"][res["last_blocked"]] == "blocked"
+    assert len(res["visited"]) < len(res["searched"])  # only what the search needs
+    # the explanation names the fact that changed at that release
+    assert any("create_draft_parallel_config" in c or "supports_pp 0->1" in c for c in res["changes"])
