@@ -100,11 +100,16 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                 trees[v] = tree_from_index(v, progress=progress)
             except UserError as exc:
                 unavailable[v] = exc.line()
-    releases = sorted(trees, key=version_key)
     facts_all = {}
-    for v in releases:
-        facts, _cached = release_facts(trees[v], progress)
+    for v in sorted(trees, key=version_key):
+        try:
+            facts, _cached = release_facts(trees[v], progress)
+        except UserError as exc:  # e.g. a release whose layout the analysis does not know
+            unavailable[v] = f"vLLM {v} layout not analysable: {exc.message}"
+            say(unavailable[v])
+            continue
         facts_all[v] = facts
+    releases = sorted(facts_all, key=version_key)
     models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=list(trees.values()))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
@@ -113,7 +118,9 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     with dbm.writing(db_path) as engine:
         for v in releases:
             write_facts(engine, facts_all[v])
-        judges = {v: Judge(load_knowledge(engine, v, trees[v]), models) for v in releases}
+        recipe_moe = {path: r.model.get("architecture") == "moe" for path, r in repo.recipes.items()
+                      if r.model.get("architecture") in ("moe", "dense")}
+        judges = {v: Judge(load_knowledge(engine, v, trees[v]), models, recipe_moe) for v in releases}
         rows = []
         for c in combos:
             if explicit:
@@ -124,9 +131,10 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                 targets = [(pinned, 1)] if pinned in judges else []
                 true_pin = pinned
             if not targets:
-                rows.append(_row(c, c.vllm_pin or "?", "unknown",
-                                 f"pinned release {c.vllm_pin!r} unavailable: "
-                                 f"{unavailable.get(c.vllm_pin, 'not resolvable')}", "", [], 1, pinned=1))
+                why = unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin)) or unavailable.get(c.vllm_pin) \
+                    or "not resolvable"
+                rows.append(_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", "unknown",
+                                 f"pinned release {c.vllm_pin!r} unavailable: {why}", "", [], 1, pinned=1))
                 continue
             decided = {}
             for v, judged in targets:

@@ -78,7 +78,7 @@ class VllmTree:
         tree = self.parse(rel)
         if tree is None:
             raise LayoutError(f"not a recognisable vLLM tree: {rel} ({what}) is missing or unparsable",
-                              where=str(self.root))
+                              where=f"vllm {self.version}")
         return tree
 
     def py_files(self, under: str = "vllm") -> list[str]:

@@ -8,6 +8,7 @@ check that lacks a fact says `unknown` with the reason, never `ok`.
 from __future__ import annotations
 
 import json
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,9 +68,13 @@ def _cls_ev(cap: dict[str, Any] | None) -> str:
 class Judge:
     """Decides combinations at one release; caches per model and speculative config."""
 
-    def __init__(self, k: Knowledge, models: ModelResolver) -> None:
+    def __init__(self, k: Knowledge, models: ModelResolver,
+                 recipe_moe: dict[str, bool] | None = None) -> None:
         self.k = k
         self.models = models
+        # The recipe's own `model.architecture: moe|dense`, used only when the model's
+        # config does not give an expert count (and said so in the chain).
+        self.recipe_moe = recipe_moe or {}
         self._spec_cache: dict[tuple, tuple[list[Finding], dict[str, Any]]] = {}
         self._meta: dict[str, Any] = {}
 
@@ -148,7 +153,7 @@ class Judge:
                            f"invalid reasoning parser: {args.reasoning_parser}"))
         plugins = {t.flag for t in args.tokens} & {"--tool-parser-plugin", "--reasoning-parser-plugin"}
         for kind, name, flag, msg in checks:
-            names = k.parsers.get(kind)
+            names = k.parsers.get(kind) or set()  # defaultdict: .get gives None for a kind with no rows
             if name not in names and f"--{kind}-parser-plugin" in plugins:
                 out.append(Finding("unknown", f"{prefix}{flag} {name} is not built into vLLM {k.version}; "
                                    f"a --{kind}-parser-plugin may register it"))
@@ -183,6 +188,11 @@ class Judge:
                                    [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")]))
             else:
                 out.append(Finding("ok", f"{prefix}target {arch} -> {cap['class_path']} supports PP"))
+        if facts.is_moe is None and c.recipe in self.recipe_moe:
+            from dataclasses import replace
+
+            facts = replace(facts, is_moe=self.recipe_moe[c.recipe], inferred=True)
+            src = f"{src}; expert count unknown, MoE-ness from the recipe's model.architecture"
         if ep:
             if facts.is_moe is None:
                 out.append(Finding("unknown", f"{prefix}--enable-expert-parallel: expert count of "
@@ -224,6 +234,12 @@ class Judge:
         spec = args.speculative_config or {}
         method = spec.get("method")
         model = spec.get("model")
+        for key, val in (("method", method), ("model", model)):
+            # SpeculativeConfig declares both `str | None`; JSON junk ([1], {...}, 5) fails validation.
+            if val is not None and not isinstance(val, str):
+                return [Finding("blocked", f"--speculative-config {key} must be a string, not "
+                                f"{type(val).__name__}: {reprlib.repr(val)}",
+                                f"{key}: Input should be a valid string")]
         if not k.methods:
             return [Finding("unknown", f"speculative methods of vLLM {k.version} unknown")]
         if method is None:

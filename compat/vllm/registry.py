@@ -131,8 +131,8 @@ def read_registry(tree: VllmTree) -> list[RegistryEntry]:
             target, value = st.targets[0].id, st.value
         elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value:
             target, value = st.target.id, st.value
-        if target is None or not target.endswith("_MODELS") or not isinstance(value, (ast.Dict, ast.DictComp)):
-            continue
+        if target is None or not isinstance(value, (ast.Dict, ast.DictComp)):
+            continue  # every module-level dict may be spread into the merge (0.8: _FALLBACK_MODEL)
         if target == MERGED:
             merged_node = value
             continue
@@ -142,11 +142,11 @@ def read_registry(tree: VllmTree) -> list[RegistryEntry]:
         except _Unsupported:
             continue  # e.g. _PREVIOUSLY_SUPPORTED_MODELS maps arch -> version string
     if merged_node is None:
-        raise LayoutError(f"{REGISTRY} has no {MERGED} dict", where=str(tree.root))
+        raise LayoutError(f"{REGISTRY} has no {MERGED} dict", where=f"vllm {tree.version}")
     try:
         merged = ev.registry_dict(merged_node)
     except _Unsupported as exc:
-        raise LayoutError(f"cannot evaluate {MERGED} in {REGISTRY}: {exc}", where=str(tree.root)) from None
+        raise LayoutError(f"cannot evaluate {MERGED} in {REGISTRY}: {exc}", where=f"vllm {tree.version}") from None
     spread_order = [v.id for k, v in zip(merged_node.keys, merged_node.values)
                     if k is None and isinstance(v, ast.Name)] if isinstance(merged_node, ast.Dict) else []
     out = []
@@ -154,5 +154,5 @@ def read_registry(tree: VllmTree) -> list[RegistryEntry]:
         cats = tuple(name for name in spread_order if arch in ev.env.get(name, {}))
         out.append(RegistryEntry(arch, _resolve_module_name(m), c, cats, REGISTRY, line))
     if not out:
-        raise LayoutError(f"{MERGED} in {REGISTRY} is empty", where=str(tree.root))
+        raise LayoutError(f"{MERGED} in {REGISTRY} is empty", where=f"vllm {tree.version}")
     return out
