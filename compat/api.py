@@ -137,11 +137,13 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                                  f"pinned release {c.vllm_pin!r} unavailable: {why}", "", [], 1, pinned=1))
                 continue
             decided = {}
+            row_at = {}
             for v, judged in targets:
                 o = judges[v].judge(c)
                 decided[v] = o
-                rows.append(_row(c, v, o.status, o.reason, o.message, o.chain, judged, o.evidence,
-                                 pinned=int(v == true_pin)))
+                row_at[v] = _row(c, v, o.status, o.reason, o.message, o.chain, judged, o.evidence,
+                                 pinned=int(v == true_pin))
+                rows.append(row_at[v])
             # For blocked rows, the first scanned release (newer) where the combination is ok.
             for v, o in list(decided.items()):
                 if o.status != "blocked":
@@ -155,12 +157,8 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                         rows.append(_row(c, later, lo.status, lo.reason, lo.message, lo.chain, 0, lo.evidence,
                                          pinned=int(later == true_pin)))
                     if lo.status == "ok":
-                        for r in rows:
-                            if r["_key"] == (id(c), v):
-                                r["works_from"] = later
+                        row_at[v]["works_from"] = later
                         break
-        for r in rows:
-            r.pop("_key")
         dbm.replace_rows(engine, dbm.Verdict, rows)
         fact_rows = []
         for mid in sorted({c.model_id for c in combos}):
@@ -199,5 +197,5 @@ def _row(c: Any, version: str, status: str, reason: str, message: str, chain: li
         "mode": c.mode, "status": status, "message": message, "reason": reason,
         "evidence": "; ".join(e for e in (evidence or []) if e), "gated": int(c.gated),
         "pinned": pinned, "judged": judged, "works_from": "", "argv": json.dumps([list(a) for a in c.argvs]),
-        "chain": json.dumps(chain), "_key": (id(c), version),
+        "chain": json.dumps(chain),
     }

@@ -40,6 +40,13 @@ def _snapshot_config(repo: Path) -> Path | None:
 
 
 def find_config(root: Path, model_id: str) -> Path | None:
+    try:
+        return _find_config(root, model_id)
+    except (OSError, ValueError):  # an id no file can have: too long, NUL bytes, ...
+        return None
+
+
+def _find_config(root: Path, model_id: str) -> Path | None:
     for repo in _cache_dirs(root, model_id):
         found = _snapshot_config(repo)
         if found:

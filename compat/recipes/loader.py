@@ -27,12 +27,46 @@ def _read_yaml(root: Path, path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read file: {exc}", where=rel) from exc
     try:
-        return yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+        problem = str(problem).splitlines()[0] if str(problem).strip() else type(exc).__name__
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        if mark is None and getattr(exc, "position", None) is not None:
+            at = f" at character {exc.position}"
         raise UserError(f"YAML syntax error{at}: {problem}", where=rel) from exc
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # A scalar the safe constructors reject (`!!int abc`, `2001-02-30`, a 5000-digit int).
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"invalid YAML value: {msg[:200]}", where=rel) from None
+    _check_values(data, rel)
+    return data
+
+
+# Python refuses to print ints of more than 4300 digits (sys.int_info.str_digits_check_threshold
+# and the default limit); every message naming such a value would fail, so refuse it here.
+_MAX_INT_BITS = 4000 * 3
+
+
+def _check_values(data: Any, rel: str) -> None:
+    """Refuse what no later stage can handle: recursive aliases (`&a [*a]`), unprintable ints."""
+    stack: list[tuple[Any, str, frozenset[int]]] = [(data, "", frozenset())]
+    while stack:
+        value, field, above = stack.pop()
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INT_BITS:
+            raise UserError("integer too large", where=f"{rel}: {field or '(top)'}")
+        if isinstance(value, (dict, list)):
+            if id(value) in above:
+                raise UserError("recursive YAML alias (the value contains itself)",
+                                where=f"{rel}: {field or '(top)'}")
+            inner = above | {id(value)}
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                if isinstance(k, int) and not isinstance(k, bool) and k.bit_length() > _MAX_INT_BITS:
+                    raise UserError("integer too large (as a key)", where=f"{rel}: {field or '(top)'}")
+                sub = f"{field}[{k}]" if isinstance(value, list) else (f"{field}.{k}" if field else str(k))
+                stack.append((v, sub, inner))
 
 
 def _yaml_files(directory: Path) -> list[Path]:

@@ -82,6 +82,14 @@ def arg_list(value: Any, recipe: str, field: str) -> tuple[tuple[str, ...], tupl
     return tuple(out), tuple(problems)
 
 
+def _member(value: Any, container: Any) -> bool:
+    """`value in container`, False for an unhashable value (a list or mapping where an id belongs)."""
+    try:
+        return value in container
+    except TypeError:
+        return False
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -178,7 +186,7 @@ def _confined_problems(path: str, data: dict[str, Any], known: set[str]) -> list
     problems.extend(arg_list(model.get("base_args"), path, "model.base_args")[1])
 
     for index, sid in enumerate(data.get("compatible_strategies") or []):
-        if sid not in known:
+        if not _member(sid, known):
             problems.append(
                 Problem(
                     path, f"compatible_strategies[{index}]", f"unknown strategy id {sid!r}; skipped"
@@ -211,7 +219,7 @@ def _confined_problems(path: str, data: dict[str, Any], known: set[str]) -> list
                 problems.append(Problem(path, field, f"references unknown feature {fkey!r}"))
             elif not isinstance(feature.get("modes"), dict):
                 problems.append(Problem(path, field, f"references non-modal feature {fkey!r}"))
-            elif mkey not in feature["modes"]:
+            elif not _member(mkey, feature["modes"]):
                 problems.append(Problem(path, field, f"references unknown mode {mkey!r}"))
 
     for fkey, feature in features.items():
@@ -240,7 +248,7 @@ def _feature_problems(
             )
         )
     for index, sid in enumerate(gate if isinstance(gate, list) else []):
-        if sid not in known:
+        if not _member(sid, known):
             problems.append(
                 Problem(path, f"{field}.strategies[{index}]", f"unknown strategy id {sid!r}")
             )
@@ -253,7 +261,7 @@ def _feature_problems(
         if "args" in feature:
             problems.append(Problem(path, field, "declares both args and modes; args are ignored"))
         default_mode = feature.get("default_mode")
-        if default_mode is not None and default_mode not in modes:
+        if default_mode is not None and not _member(default_mode, modes):
             problems.append(
                 Problem(path, f"{field}.default_mode", f"references unknown mode {default_mode!r}")
             )
@@ -273,7 +281,7 @@ def _feature_problems(
                     )
                 )
             for vkey in allowed if isinstance(allowed, list) else []:
-                if vkey not in variants:
+                if not _member(vkey, variants):
                     problems.append(
                         Problem(path, f"{mfield}.variants", f"references unknown variant {vkey!r}")
                     )

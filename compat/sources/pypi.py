@@ -10,6 +10,7 @@ Works offline once a release is cached: the index answer is cached too.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -64,14 +65,22 @@ def _index(package: str, opener: Opener, cache: Path) -> dict:
     try:
         data = opener(f"{INDEX_URL}/{package}/", {"Accept": _ACCEPT})
         doc = json.loads(data)
+        if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+            raise ValueError("the index answer is not a PEP 691 project page")
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, cached)
         return doc
-    except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, TimeoutError, ValueError, http.client.HTTPException) as exc:
         if cached.is_file():
-            return json.loads(cached.read_text())
+            try:
+                doc = json.loads(cached.read_text())
+            except (OSError, ValueError):
+                doc = None
+            if isinstance(doc, dict) and isinstance(doc.get("files"), list):
+                return doc
+            exc = ValueError(f"and the cached index {cached} is unreadable ({exc})")
         raise UserError(
             f"cannot reach the package index ({INDEX_URL}) and no cached index: {exc}",
             where=f"--vllm",
@@ -84,8 +93,9 @@ def sdist_entry(version: str, opener: Opener | None = None, cache: Path | None =
     doc = _index("vllm", opener or _default_open, cache)
     want = f"vllm-{version}.tar.gz"
     for f in doc.get("files", []):
-        if f.get("filename") == want:
-            if not f.get("hashes", {}).get("sha256"):
+        if isinstance(f, dict) and f.get("filename") == want:
+            sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
+            if not isinstance(sha, str) or not sha:
                 raise UserError(f"the index lists {want} without a sha256", where="--vllm")
             return f
     raise UserError(f"vllm {version} is not on the package index (no {want})", where="--vllm")
@@ -97,7 +107,8 @@ def versions_on_index(opener: Opener | None = None, cache: Path | None = None) -
     doc = _index("vllm", opener or _default_open, cache)
     out = []
     for f in doc.get("files", []):
-        fn = f.get("filename", "")
+        fn = f.get("filename", "") if isinstance(f, dict) else ""
+        fn = fn if isinstance(fn, str) else ""
         if fn.startswith("vllm-") and fn.endswith(".tar.gz") and not f.get("yanked"):
             out.append(fn[len("vllm-") : -len(".tar.gz")])
     return sorted(set(out), key=version_key)
@@ -135,13 +146,14 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
         dest.unlink()  # corrupted or truncated: refuse it and fetch again
     if progress:
         progress(f"downloading vllm {version} sdist ({entry.get('size', '?')} bytes)")
+    try:
+        data = opener(entry["url"], {})
+    except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
+        raise UserError(f"cannot download vllm {version} sdist: {type(exc).__name__}: {exc}",
+                        where="--vllm") from None
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmpname = tempfile.mkstemp(prefix=".download-", dir=dest.parent)
     try:
-        try:
-            data = opener(entry["url"], {})
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            raise UserError(f"cannot download vllm {version} sdist: {exc}", where="--vllm") from None
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         got = _sha256(Path(tmpname))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import reprlib
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,12 @@ class Outcome:
         return (worst[0] if worst else (self.chain[-1] if self.chain else ""))[len(self.status) + 3:]
 
 
+@lru_cache(maxsize=8192)
+def _parse(argv: tuple[str, ...]) -> ServeArgs:
+    """Parsed argv, shared by every release a combination is judged at (never mutated)."""
+    return parse_serve_args(list(argv))
+
+
 def _cls_ev(cap: dict[str, Any] | None) -> str:
     return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
 
@@ -93,7 +100,7 @@ class Judge:
             out.add(Finding("unknown", f"recipe problem: {p}"))
         facts = self.models.resolve(c.model_id)
         for role, argv in c.argvs:
-            args = parse_serve_args(list(argv))
+            args = _parse(argv)
             prefix = f"{role}: " if role else ""
             for f in self._flags(args, prefix):
                 out.add(f)

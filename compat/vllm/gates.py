@@ -454,10 +454,16 @@ _CMP_OPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.NotIn: lambda a, b: a not in b}
 
 
-def eval_expr(expr: str, ctx: dict[str, Any]) -> bool | None:
-    """Evaluate an `expr` condition; None when a name it needs is missing from ctx."""
+@lru_cache(maxsize=256)
+def _parsed_expr(expr: str) -> ast.Expression:
     node = ast.parse(expr, mode="eval")
     _check_expr(node)
+    return node
+
+
+def eval_expr(expr: str, ctx: dict[str, Any]) -> bool | None:
+    """Evaluate an `expr` condition; None when a name it needs is missing from ctx."""
+    node = _parsed_expr(expr)
 
     def ev(n: ast.AST) -> Any:
         if isinstance(n, ast.Expression):

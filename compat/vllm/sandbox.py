@@ -34,7 +34,16 @@ _SAFE_BUILTINS = (
     "AttributeError NotImplementedError RuntimeError AssertionError IndexError Exception "
     "True False None"
 ).split()
-_STDLIB_OK = {"copy", "math", "re", "json", "typing", "collections", "functools", "itertools"}
+# No `typing`: typing.get_type_hints evaluates annotation strings, i.e. arbitrary expressions.
+_STDLIB_OK = {"copy", "math", "re", "json", "collections", "functools", "itertools"}
+# Attributes that lead from any object to frames, code or module globals (and so to `sys`):
+# every name starting with `_` (`__class__`, `__globals__`, `__subclasses__`, `collections._sys`)
+# and the public frame/code attributes of generators, coroutines and tracebacks.
+_FRAME_ATTRS = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin",
+    "ag_frame", "ag_code", "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
+    "tb_frame", "tb_next",
+})
 
 
 class SandboxError(Exception):
@@ -126,14 +135,48 @@ def _constants_module(tree: VllmTree, module: str) -> types.ModuleType:
     return m
 
 
+def _forbidden(name: Any) -> bool:
+    return isinstance(name, str) and (name.startswith("_") or name in _FRAME_ATTRS)
+
+
+def _check_attrs(fn: ast.FunctionDef) -> None:
+    """Refuse (SandboxError) a function that names an attribute leading out of the sandbox."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and _forbidden(node.attr):
+            raise SandboxError(f"{fn.name} uses attribute {node.attr!r} (line {node.lineno}), "
+                               "which isolated code may not")
+
+
+def _guarded(real: Any) -> Any:
+    def guarded(obj: Any, name: Any, *rest: Any) -> Any:
+        if _forbidden(name):
+            raise SandboxError(f"{real.__name__}(..., {name!r}) is not allowed in isolated code")
+        return real(obj, name, *rest)
+
+    return guarded
+
+
+def _module_view(mod: types.ModuleType) -> types.ModuleType:
+    """A copy of a stdlib module's public, non-module attributes: no `typing.sys`, no
+    `copy.types`, and assigning to it cannot monkeypatch the host's module."""
+    view = types.ModuleType(mod.__name__)
+    for k, v in vars(mod).items():
+        if not k.startswith("_") and not isinstance(v, types.ModuleType):
+            setattr(view, k, v)
+    return view
+
+
 def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
     safe = {n: getattr(builtins, n) for n in _SAFE_BUILTINS if hasattr(builtins, n)}
+    for n in ("getattr", "hasattr", "setattr"):
+        safe[n] = _guarded(getattr(builtins, n))
 
     def importer(name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (), level: int = 0) -> Any:
         if level:
             raise SandboxError(f"relative in-function import of {name}")
         if name.split(".")[0] in _STDLIB_OK:
-            return __import__(name, globals_, locals_, fromlist, level)
+            mod = __import__(name, None, None, fromlist, 0)
+            return _module_view(mod)  # fresh per import: writes stay inside this run
         if name.startswith("vllm."):
             m = _constants_module(tree, name)
             for f in fromlist or ():
@@ -145,7 +188,7 @@ def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
     safe["__import__"] = importer
     g: dict[str, Any] = {
         "__builtins__": safe, "__name__": "compat_isolated",
-        "copy": _copy, "get_hf_text_config": _get_hf_text_config,
+        "copy": _module_view(_copy), "get_hf_text_config": _get_hf_text_config,
         "PretrainedConfig": StubConfig, "PreTrainedConfig": StubConfig,
         "logger": _Logger(), "Any": Any,
     }
@@ -175,6 +218,7 @@ def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list
     hit = _COMPILED.get(key)
     if hit is not None and hit[3] is fn:
         return hit[0], hit[1], hit[2]
+    _check_attrs(fn)
     g = _globals_for(tree, fn)
     missing = sorted(n for n in _free_names(fn) if n not in g and n not in g["__builtins__"])
     fn2 = _copy.deepcopy(fn)
