@@ -110,7 +110,8 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
             continue
         facts_all[v] = facts
     releases = sorted(facts_all, key=version_key)
-    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=list(trees.values()))
+    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
+                           trees=list(trees.values()) + _newest_tree(trees, say))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
@@ -175,6 +176,27 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     summary["by_status"] = dict(Counter((r["vllm_version"], r["status"]) for r in rows if r["judged"]))
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     return summary
+
+
+def _newest_tree(trees: dict[str, Any], say: Progress) -> list[Any]:
+    """The newest release on the index, for model facts only (its docs and test registry).
+
+    Facts about a model id do not depend on the release judged, so the resolver reads
+    every source available; the newest release knows the newest models. Downloaded and
+    extracted (cached), never scanned. Offline with nothing cached: skipped, said.
+    """
+    from compat.errors import UserError
+    from compat.sources import tree_from_index
+    from compat.sources.pypi import versions_on_index
+
+    try:
+        newest = versions_on_index()[-1]
+        if newest in trees:
+            return []
+        return [tree_from_index(newest)]
+    except (UserError, IndexError) as exc:
+        say(f"model facts: newest release not available ({getattr(exc, 'message', exc)})")
+        return []
 
 
 def _pin_in(pin: str, releases: list[str]) -> str | None:
