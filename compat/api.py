@@ -72,6 +72,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat.sources.pypi import version_key
     from compat.verdict.engine import Judge
     from compat.verdict.knowledge import load_knowledge
+    from collections import Counter
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -122,7 +123,17 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         recipe_moe = {path: r.model.get("architecture") == "moe" for path, r in repo.recipes.items()
                       if r.model.get("architecture") in ("moe", "dense")}
         judges = {v: Judge(load_knowledge(engine, v, trees[v]), models, recipe_moe) for v in releases}
-        rows = []
+        rows: list[dict[str, Any]] = []
+        written = 0
+        by_status: Counter[tuple[str, str]] = Counter()
+        dbm.replace_rows(engine, dbm.Verdict, [])  # start empty; rows are appended in batches
+
+        def flush() -> None:
+            nonlocal written
+            by_status.update((r["vllm_version"], r["status"]) for r in rows if r["judged"])
+            dbm.append_rows(engine, dbm.Verdict, rows)
+            written += len(rows)
+            rows.clear()
         for c in combos:
             if explicit:
                 targets = [(v, 1) for v in releases]
@@ -160,7 +171,9 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                     if lo.status == "ok":
                         row_at[v]["works_from"] = later
                         break
-        dbm.replace_rows(engine, dbm.Verdict, rows)
+            if len(rows) >= 20000:
+                flush()
+        flush()
         fact_rows = []
         for mid in sorted({c.model_id for c in combos}):
             f = models.resolve(mid)
@@ -170,10 +183,9 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                               "num_experts": f.num_experts, "source": f.source or "",
                               "provenance": f.provenance or "", "inferred": int(bool(f.inferred))})
         dbm.replace_rows(engine, dbm.ModelFact, fact_rows)
-    from collections import Counter
 
-    summary["verdicts"] = len(rows)
-    summary["by_status"] = dict(Counter((r["vllm_version"], r["status"]) for r in rows if r["judged"]))
+    summary["verdicts"] = written
+    summary["by_status"] = dict(by_status)
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     return summary
 

@@ -306,6 +306,13 @@ def replace_rows(engine: Engine, table: type[SQLModel], rows: Iterable[dict[str,
     return len(rows)
 
 
+def append_rows(engine: Engine, table: type[SQLModel], rows: list[dict[str, Any]]) -> int:
+    if rows:
+        with engine.begin() as conn:
+            conn.execute(insert(table.__table__), rows)  # type: ignore[attr-defined]
+    return len(rows)
+
+
 def query(engine: Engine, sql: str) -> tuple[list[str], list[tuple]]:
     with engine.connect() as conn:
         res = conn.exec_driver_sql(sql)

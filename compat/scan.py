@@ -66,6 +66,7 @@ def release_facts(tree: VllmTree, progress: Progress | None = None,
             pass
     t0 = time.perf_counter()
     facts = compute_facts(tree, progress)
+    tree.drop_parsed()
     facts["release"]["seconds"] = round(time.perf_counter() - t0, 3)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".facts-", dir=path.parent)

@@ -55,6 +55,12 @@ class VllmTree:
                 self._text[rel] = (self.root / rel).read_text(encoding="utf-8", errors="replace")
         return self._text[rel]
 
+    def drop_parsed(self) -> None:
+        """Forget parsed modules and file texts (facts computed; the ASTs are hundreds of MB)."""
+        self._ast.clear()
+        self._text.clear()
+        self._lines.clear()
+
     def lines(self, rel: str) -> list[str]:
         """Source lines of a file ([] when missing), for slicing by AST line numbers."""
         if rel not in self._lines:
