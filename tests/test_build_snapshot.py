@@ -92,6 +92,14 @@ def test_applied_overrides_silence_check(built, snapshot, tmp_path):
     # (DSpark is unknown to 0.23.0 on every strategy: no allowlist can express that; it stays.)
     assert pp_mtp(before) and not pp_mtp(after)
     assert after["blocked"] < before["blocked"]
+    # Generally: no applied (recipe, feature, strategy) gate leaves a finding behind.
+    from compat.emit.overrides import generate_overrides
+
+    doc = generate_overrides(built, snapshot)
+    applied = {(name, g.feature, s) for name, ro in doc.recipes.items() for g in ro.gates for s in g.blocked}
+    assert applied
+    left = {(name, i["feature"], i["strategy"]) for name, items in after["recipes"].items() for i in items}
+    assert not (applied & left), sorted(applied & left)[:5]
 
 
 def test_diff_shows_the_release_change_that_fixed_pp_mtp(built):
