@@ -56,3 +56,13 @@ def test_failed_scan_leaves_database_untouched(tmp_path, isolated_cache):
 def test_unknown_release_on_index(tmp_path):
     r = run("scan", "--vllm", "9.99.0", "--db", str(tmp_path / "c.db"))
     assert r.returncode == 2 and "not on the package index" in r.stderr
+
+
+def test_tree_without_registry_names_what_is_missing(tmp_path, isolated_cache):
+    root = tmp_path / "tree"
+    (root / "vllm").mkdir(parents=True)
+    (root / "vllm" / "_version.py").write_text("__version__ = version = '9.0.0'\n")
+    r = run("scan", "--vllm-src", str(root), "--db", str(tmp_path / "c.db"))
+    assert r.returncode == 2
+    assert "vllm/model_executor/models/registry.py" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "c.db").exists()
