@@ -127,6 +127,12 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         written = 0
         by_status: Counter[tuple[str, str]] = Counter()
         dbm.replace_rows(engine, dbm.Verdict, [])  # start empty; rows are appended in batches
+        _COMMANDS.clear()
+        commands = []
+        for i, c in enumerate(combos, 1):
+            _COMMANDS[id(c)] = i
+            commands.append({"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])})
+        dbm.replace_rows(engine, dbm.Command, commands)
 
         def flush() -> None:
             nonlocal written
@@ -221,6 +227,13 @@ def _pin_in(pin: str, releases: list[str]) -> str | None:
     return cands[0] if cands else None
 
 
+_COMMANDS: dict[int, int] = {}  # id(combination) -> command id, for the build in progress
+
+
+def _command_id(c: Any) -> int:
+    return _COMMANDS[id(c)]
+
+
 def _row(c: Any, version: str, status: str, reason: str, message: str, chain: list[str],
          judged: int, evidence: list[str] | None = None, *, pinned: int = 0) -> dict[str, Any]:
     import json
@@ -230,6 +243,6 @@ def _row(c: Any, version: str, status: str, reason: str, message: str, chain: li
         "model_id": c.model_id, "variant": c.variant, "strategy": c.strategy, "feature": c.feature,
         "mode": c.mode, "status": status, "message": message, "reason": reason,
         "evidence": "; ".join(e for e in (evidence or []) if e), "gated": int(c.gated),
-        "pinned": pinned, "judged": judged, "works_from": "", "argv": json.dumps([list(a) for a in c.argvs]),
+        "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": _command_id(c),
         "chain": json.dumps(chain),
     }

@@ -157,6 +157,14 @@ class ParserName(SQLModel, table=True):
     line: int = 0
 
 
+class Command(SQLModel, table=True):
+    """Synthesized argv (JSON), stored once however many releases judge it."""
+
+    __tablename__ = "command"
+    id: int | None = Field(default=None, primary_key=True)
+    argv: str
+
+
 class ClassAttrFact(SQLModel, table=True):
     """Classes that set a capability attribute gates depend on (LSE for DCP, aux states over PP)."""
 
@@ -217,12 +225,13 @@ class Verdict(SQLModel, table=True):
     pinned: int = 0  # 1 when vllm_version is the release the recipe pins
     judged: int = 0  # 1 at the releases the build judges (the pin, or every explicit --vllm)
     works_from: str = ""  # first scanned release where this combination is ok
-    argv: str = ""
+    argv: str = ""  # JSON [[role, [arg, ...]], ...]; '' when stored once in `command`
+    command_id: int | None = None  # -> command.id: the argv, shared by every release judged
     chain: str = "[]"  # JSON list of reason steps
 
 
 TABLES = [Release, ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
-          RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact, ModelFact, Verdict]
+          RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact, ModelFact, Command, Verdict]
 RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
                   RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact]
 
@@ -270,6 +279,13 @@ def writing(path: Path) -> Iterator[Engine]:
         yield engine
         engine.dispose()
         engine = None
+        # mkstemp makes 0600; keep the old file's mode, else what a new file would get.
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if engine is not None:

@@ -136,7 +136,14 @@ def _load(con: sqlite3.Connection, where: str) -> tuple[list[dict[str, Any]], di
     if missing:
         raise UserError(f"table verdict lacks columns {', '.join(missing)}", where=where)
     con.row_factory = sqlite3.Row
-    sql = f"SELECT {', '.join(VERDICT_COLUMNS)} FROM verdict ORDER BY id"
+    cols = [f"v.{c}" for c in VERDICT_COLUMNS]
+    if "command_id" in have and _columns(con, "command"):
+        # argv is stored once per combination in `command` (verdict.argv stays '' then)
+        cols[VERDICT_COLUMNS.index("argv")] = "COALESCE(NULLIF(v.argv, ''), c.argv, '') AS argv"
+        sql = (f"SELECT {', '.join(cols)} FROM verdict v LEFT JOIN command c ON c.id = v.command_id "
+               "ORDER BY v.id")
+    else:
+        sql = f"SELECT {', '.join(cols)} FROM verdict v ORDER BY v.id"
     rows = [dict(r) for r in con.execute(sql)]
     commits: dict[str, str] = {}
     if "commit_id" in _columns(con, "release"):
@@ -724,6 +731,13 @@ DESCRIPTIONS = {
     "raise_message": "Exception messages raised in each release's source, with file:line.",
     "cli_flag": "Every valid `vllm serve` flag and dotted sub-key of JSON flags, per release.",
     "parser_name": "Tool-call and reasoning parser names each release registers.",
+    "class_attr_fact": "Classes that set a capability attribute runtime gates depend on, per "
+                       "release: attention impls returning the softmax LSE (DCP), inner decoders "
+                       "relaying auxiliary hidden states over pipeline stages.",
+    "release_fact": "Scalar facts read from each release's source as JSON: how the model runner "
+                    "is chosen, which packages a default install brings.",
+    "command": "Each synthesized `vllm serve` argv (JSON), stored once and referenced by "
+               "verdict.command_id.",
     "model_fact": "Model id to HF config facts (architectures, model_type, MTP layers, experts), "
                   "with source and provenance.",
     "verdict": "One row per (release, platform, hardware, recipe, variant, strategy, feature, "
