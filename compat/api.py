@@ -111,8 +111,10 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
             continue
         facts_all[v] = facts
     releases = sorted(facts_all, key=version_key)
+    # A build from local trees only stays offline; otherwise the newest release informs model facts.
+    extra = _newest_tree(trees, say) if (versions or not explicit) else []
     models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
-                           trees=list(trees.values()) + _newest_tree(trees, say))
+                           trees=list(trees.values()) + extra)
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,

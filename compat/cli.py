@@ -265,9 +265,26 @@ def bisect_cmd(
     sys.stdout.write(bis.as_json(r) + "\n" if format == "json" else bis.render(r))
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    # SIGTERM (timeouts, `kill`) unwinds like an interrupt, so `db.writing` removes its
+    # private copy instead of leaving a .tmp file next to the database; exit 128+15.
+    sys.stderr.write("terminated; the database was left as it was\n")
+    raise SystemExit(143)
+
+
 def main() -> None:
+    import signal
+
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous == signal.SIG_DFL:
+        try:
+            signal.signal(signal.SIGTERM, _terminate)
+        except ValueError:  # not the main thread (an in-process caller): leave signals alone
+            previous = None
     try:
         rc = app(standalone_mode=False)
+        if rc == 130:  # typer turns KeyboardInterrupt into Exit(130) before it reaches the handler below
+            err.print("interrupted; the database was left as it was", markup=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except UserError as exc:
@@ -288,6 +305,9 @@ def main() -> None:
             sys.stderr.write(f"error: {exc.format_message()}\n")
             sys.exit(2)
         raise
+    finally:
+        if previous == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

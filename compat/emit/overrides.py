@@ -251,8 +251,9 @@ def _load_recipe(root: Path, recipe: str) -> tuple[str, Any]:
         raise UserError(f"cannot read recipe: {exc}", where=recipe) from None
     try:
         data = load_data(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"YAML syntax error: {exc}", where=recipe) from None
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # One line (the contract for exit 2); constructors raise ValueError for `!!int abc` etc.
+        raise UserError(f"YAML syntax error: {' '.join(str(exc).split())[:300]}", where=recipe) from None
     if not isinstance(data, dict):
         raise UserError("the top level is not a mapping", where=recipe)
     return text, data

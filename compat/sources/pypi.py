@@ -13,6 +13,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -41,6 +42,7 @@ _EXTRACT_FILES = (
 Opener = Callable[[str, dict[str, str]], bytes]
 # Bump when the set of extracted members changes: older extractions are redone.
 EXTRACT_VERSION = "2"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def cache_dir() -> Path:
@@ -97,6 +99,9 @@ def sdist_entry(version: str, opener: Opener | None = None, cache: Path | None =
             sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
             if not isinstance(sha, str) or not sha:
                 raise UserError(f"the index lists {want} without a sha256", where="--vllm")
+            if not _HEX64.fullmatch(sha.lower()):
+                # It names the cache file: a value like '../x' must not reach the file system.
+                raise UserError(f"the index lists {want} with a malformed sha256 {sha[:80]!r}", where="--vllm")
             return f
     raise UserError(f"vllm {version} is not on the package index (no {want})", where="--vllm")
 
