@@ -35,7 +35,7 @@ CONFIGS=$REPO/tests/data/hf_configs
 # What each release needs on top of `pip install vllm==VERSION`.
 #  0.23.0: pip resolves transformers 4.57.6 (xgrammar 0.2.5.post1 pins
 #          transformers<5), which does not know GLM-5's model_type
-#          `glm_moe_dsa` (added in transformers 5.9) and makes 7 model modules
+#          `glm_moe_dsa` (added in transformers 5.9) and makes 7 more model modules
 #          fail to import. 5.9.0 is allowed by vLLM 0.23.0's own requirement
 #          (>=4.56, !=5.0-5.4.*, !=5.5.0) and is the oldest release knowing
 #          glm_moe_dsa; newer ones (5.24) break the Pixtral-based models.
@@ -69,14 +69,15 @@ for mod in torchvision torchaudio; do
     "$VENV/bin/pip" uninstall -y "$mod"
   fi
 done
-"$VENV/bin/pip" freeze > "$VENV/golden-pip-freeze.txt"
+mkdir -p "$OUT"
+# Record the exact environment next to the outputs.
+"$VENV/bin/pip" freeze --all | grep -v '^-e ' | LC_ALL=C sort > "$OUT/pip-freeze-$VERSION.txt"
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 VLLM_CACHE_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/golden-vllm-cache.XXXXXX")
 export VLLM_CACHE_ROOT
 trap 'rm -rf "$VLLM_CACHE_ROOT"' EXIT
 
-mkdir -p "$OUT"
 log "modelinfo (platform as resolved)"
 "$VENV/bin/python" "$HERE/modelinfo.py" --out "$OUT"
 

@@ -75,9 +75,11 @@ def exc_text(exc: BaseException, limit: int = 1000) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-# Device the forced CUDA platform pretends to be (an H100, sm_90).
-FAKE_CUDA_CAPABILITY = (9, 0)
-FAKE_CUDA_DEVICE_NAME = "NVIDIA H100 80GB HBM3"
+# Device the forced CUDA platform pretends to be (--cuda-capability).
+FAKE_CUDA_CAPABILITY = (8, 0)
+FAKE_CUDA_DEVICE_NAMES = {(8, 0): "NVIDIA A100-SXM4-80GB", (9, 0): "NVIDIA H100 80GB HBM3",
+                          (10, 0): "NVIDIA B200"}
+FAKE_CUDA_DEVICE_NAME = FAKE_CUDA_DEVICE_NAMES[FAKE_CUDA_CAPABILITY]
 FAKE_CUDA_DEVICE_COUNT = 8
 
 
@@ -87,8 +89,13 @@ def make_gpuless_cuda_platform():
     Importing ``vllm.platforms.cuda`` needs ``libcuda.so.1`` to be loadable
     (make_golden.sh builds a stub for that). Module-level code in some model
     imports asks for the device capability, which would initialise CUDA;
-    these overrides answer those questions for an imaginary H100 instead.
-    Nothing else of the platform is changed.
+    these overrides answer those questions for an imaginary device of
+    FAKE_CUDA_CAPABILITY instead. Nothing else of the platform is changed.
+
+    The default capability is 8.0 (A100): with 9.0, vLLM 0.33.0's Mamba SSD
+    kernels filter their Triton autotune configs at import time, which fails
+    because Triton has no active driver here (37 spurious load errors).
+    8.0 and 10.0 give identical results for 0.23.0 and 0.33.0.
     """
     from vllm.platforms.cuda import CudaPlatform
     from vllm.platforms.interface import DeviceCapability
@@ -219,8 +226,14 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--platform", default="auto", choices=("auto", "cuda", "cpu"),
                     help="platform to force before importing models")
+    ap.add_argument("--cuda-capability", default="8.0",
+                    choices=[f"{a}.{b}" for a, b in FAKE_CUDA_DEVICE_NAMES],
+                    help="device capability the forced CUDA platform reports")
     ap.add_argument("--only", nargs="*", help="restrict to these archs (debug)")
     args = ap.parse_args()
+    global FAKE_CUDA_CAPABILITY, FAKE_CUDA_DEVICE_NAME
+    FAKE_CUDA_CAPABILITY = tuple(int(x) for x in args.cuda_capability.split("."))
+    FAKE_CUDA_DEVICE_NAME = FAKE_CUDA_DEVICE_NAMES[FAKE_CUDA_CAPABILITY]
 
     started = time.time()
     if args.platform != "auto":

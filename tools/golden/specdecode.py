@@ -51,11 +51,16 @@ MATRIX: list[tuple[str, list[tuple[str, str | None]]]] = [
                     ("eagle3", "llama-eagle3-draft-tiny"),
                     ("eagle3", "llama-eagle-draft-tiny"),
                     ("ngram", None),
+                    ("draft_model", "llama-draft-tiny"),
+                    # vLLM switches method draft_model to eagle when the draft
+                    # path contains "eagle-" (name-based auto-detection).
                     ("draft_model", "llama-eagle-draft-tiny"),
                     ("extract_hidden_states", None),
                     ("suffix", None)]),
     ("qwen3-tiny", [("ngram", None), ("draft_model", "qwen3-draft-tiny"),
                     ("extract_hidden_states", None), ("suffix", None)]),
+    # A target without SupportsPP: ngram reuses the target config as draft.
+    ("mamba2-tiny", [("ngram", None)]),
 ]
 PP_SIZES = (1, 2)
 NUM_SPECULATIVE_TOKENS = 1
