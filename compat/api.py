@@ -129,10 +129,8 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         written = 0
         by_status: Counter[tuple[str, str]] = Counter()
         dbm.replace_rows(engine, dbm.Verdict, [])  # start empty; rows are appended in batches
-        _COMMANDS.clear()
         commands = []
         for i, c in enumerate(combos, 1):
-            _COMMANDS[id(c)] = i
             commands.append({"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])})
         dbm.replace_rows(engine, dbm.Command, commands)
 
@@ -142,7 +140,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
             dbm.append_rows(engine, dbm.Verdict, rows)
             written += len(rows)
             rows.clear()
-        for c in combos:
+        for command_id, c in enumerate(combos, 1):
             if explicit:
                 targets = [(v, 1) for v in releases]
                 true_pin = _pin_in(c.vllm_pin, releases)
@@ -154,7 +152,8 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                 why = unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin)) or unavailable.get(c.vllm_pin) \
                     or "not resolvable"
                 rows.append(_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", "unknown",
-                                 f"pinned release {c.vllm_pin!r} unavailable: {why}", "", [], 1, pinned=1))
+                                 f"pinned release {c.vllm_pin!r} unavailable: {why}", "", [], 1,
+                                 pinned=1, command_id=command_id))
                 continue
             decided = {}
             row_at = {}
@@ -162,7 +161,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                 o = judges[v].judge(c)
                 decided[v] = o
                 row_at[v] = _row(c, v, o.status, o.reason, o.message, o.chain, judged, o.evidence,
-                                 pinned=int(v == true_pin))
+                                 pinned=int(v == true_pin), command_id=command_id)
                 rows.append(row_at[v])
             # For blocked rows, the first scanned release (newer) where the combination is ok.
             for v, o in list(decided.items()):
@@ -175,7 +174,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                     if later not in decided:
                         decided[later] = lo
                         rows.append(_row(c, later, lo.status, lo.reason, lo.message, lo.chain, 0, lo.evidence,
-                                         pinned=int(later == true_pin)))
+                                         pinned=int(later == true_pin), command_id=command_id))
                     if lo.status == "ok":
                         row_at[v]["works_from"] = later
                         break
@@ -229,15 +228,9 @@ def _pin_in(pin: str, releases: list[str]) -> str | None:
     return cands[0] if cands else None
 
 
-_COMMANDS: dict[int, int] = {}  # id(combination) -> command id, for the build in progress
-
-
-def _command_id(c: Any) -> int:
-    return _COMMANDS[id(c)]
-
-
 def _row(c: Any, version: str, status: str, reason: str, message: str, chain: list[str],
-         judged: int, evidence: list[str] | None = None, *, pinned: int = 0) -> dict[str, Any]:
+         judged: int, evidence: list[str] | None = None, *, pinned: int = 0,
+         command_id: int | None = None) -> dict[str, Any]:
     import json
 
     return {
@@ -245,6 +238,6 @@ def _row(c: Any, version: str, status: str, reason: str, message: str, chain: li
         "model_id": c.model_id, "variant": c.variant, "strategy": c.strategy, "feature": c.feature,
         "mode": c.mode, "status": status, "message": message, "reason": reason,
         "evidence": "; ".join(e for e in (evidence or []) if e), "gated": int(c.gated),
-        "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": _command_id(c),
+        "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": command_id,
         "chain": json.dumps(chain),
     }
