@@ -66,3 +66,21 @@ def test_tree_without_registry_names_what_is_missing(tmp_path, isolated_cache):
     assert r.returncode == 2
     assert "vllm/model_executor/models/registry.py" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "c.db").exists()
+
+
+def test_installed_package_is_read_not_imported(tmp_path, isolated_cache):
+    """--installed finds `vllm` on sys.path without importing it (importing would fail here)."""
+    import os
+
+    site = tmp_path / "site"
+    import shutil
+
+    shutil.copytree(MINI / "vllm", site / "vllm")
+    (site / "vllm" / "__init__.py").write_text("raise RuntimeError('vllm must not be imported')\n")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    db = tmp_path / "c.db"
+    r = subprocess.run([sys.executable, "-m", "compat.cli", "scan", "--installed", "--db", str(db)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(run("sql", "SELECT version, origin FROM release", "--db", str(db), "--format", "json").stdout)
+    assert rows == [{"version": "0.0.1", "origin": "installed"}]
