@@ -235,16 +235,17 @@ class _StringIndex:
             mod = self.tree.parse(rel)
             out: list[tuple[str, int]] = []
             if mod is not None:
+                # One breadth-first pass: a `+` chain is seen before its operands, so the
+                # operands are known to be inner parts by the time they are visited.
                 inner: set[int] = set()
                 for node in ast.walk(mod):
                     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
                         inner.add(id(node.left))
                         inner.add(id(node.right))
-                for node in ast.walk(mod):
-                    if isinstance(node, ast.JoinedStr) or (
-                        isinstance(node, ast.Constant) and isinstance(node.value, str)
-                    ) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
-                          and id(node) not in inner and _has_string(node)):
+                        if id(node) not in inner and _has_string(node):
+                            out.append((flatten_message(node), node.lineno))
+                    elif isinstance(node, ast.JoinedStr) or (
+                            isinstance(node, ast.Constant) and isinstance(node.value, str)):
                         out.append((flatten_message(node), node.lineno))
             self._cache[rel] = out
         return self._cache[rel]
