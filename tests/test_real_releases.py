@@ -78,3 +78,15 @@ def test_every_registry_entry_resolves(vllm_tree):
         bad = [(c.platform, c.arch, c.reason) for c in caps if c.status != "resolved"]
         assert not bad
         assert all(c.flags[f] is not None for c in caps for f in FLAGS)
+
+
+def test_speculators_checkpoints_use_the_release_algorithm(vllm_tree):
+    """Speculators-format drafts: 0.23.0 always builds Eagle3Llama; 0.33.0 maps by model_type."""
+    from compat.vllm.speculative import speculators_rewrite
+
+    qwen = {"speculators_model_type": "eagle3", "transformer_layer_config": {"model_type": "qwen3"}}
+    mistral = {"speculators_model_type": "eagle3", "transformer_layer_config": {"model_type": "mistral"}}
+    assert speculators_rewrite(vllm_tree("0.23.0"), qwen)[0] == ["Eagle3LlamaForCausalLM"]
+    assert speculators_rewrite(vllm_tree("0.33.0"), qwen)[0] == ["Eagle3Qwen3ForCausalLM"]
+    archs, _, why = speculators_rewrite(vllm_tree("0.33.0"), mistral)
+    assert archs is None and "Unsupported model_type mistral" in why

@@ -17,7 +17,7 @@ from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
 from compat.verdict import gates
 from compat.verdict.knowledge import Knowledge
-from compat.vllm.speculative import eagle_rewrite
+from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
 
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
@@ -302,7 +302,18 @@ class Judge:
                    f"rewrites {facts.model_type}/{facts.architectures[0]} -> {draft_archs[0] if draft_archs else '?'}")
         elif canonical in ("eagle", "eagle3", "dflash", "draft_model", "dspark", "medusa", "mlp_speculator"):
             dfacts = self.models.resolve(model) if isinstance(model, str) else None
-            if dfacts is not None and dfacts.status == "resolved" and dfacts.architectures:
+            spec_cfg = (dfacts.config or {}) if dfacts is not None else {}
+            if spec_cfg.get("speculators_model_type") and k.tree is not None:
+                # Speculators-format checkpoints skip the EAGLEConfig wrap: the release's
+                # registered algorithm sets the architecture.
+                rew, line, why = speculators_rewrite(k.tree, spec_cfg)
+                if rew is None:
+                    return [Finding("blocked" if why.startswith(("ValueError", "speculators type")) else "unknown",
+                                    f"{step}: speculators checkpoint {model}: {why}", why)]
+                draft_archs = rew
+                how = (f"speculators algorithm {spec_cfg['speculators_model_type']!r} "
+                       f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}")
+            elif dfacts is not None and dfacts.status == "resolved" and dfacts.architectures:
                 draft_archs = list(dfacts.architectures)
                 how = f"draft checkpoint {model} declares {draft_archs[0]}"
                 if canonical in ("eagle", "eagle3", "dflash") and k.tree is not None:

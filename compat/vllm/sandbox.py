@@ -233,8 +233,13 @@ def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list
 def run_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[str, Any],
                  *args: Any) -> tuple[Any, int]:
     """Execute `fn(StubConfig(config), *args)`; returns (result, line of first config change)."""
+    return call_isolated(tree, fn, file, StubConfig(_copy.deepcopy(config)), *args)
+
+
+def call_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, *args: Any,
+                  **kwargs: Any) -> tuple[Any, int]:
+    """Execute `fn(*args, **kwargs)` under the sandbox; (result, line of first config change)."""
     func, missing, marker = _compiled(tree, fn, file)
-    cfg = StubConfig(_copy.deepcopy(config))
     deadline = time.monotonic() + TIME_LIMIT_S
     count = [0]
 
@@ -251,7 +256,7 @@ def run_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[st
     old = sys.gettrace()
     sys.settrace(tracer)
     try:
-        result = func(cfg, *args)
+        result = func(*args, **kwargs)
     except NameError as exc:
         raise SandboxError(f"{fn.name} uses an unstubbed global ({exc}); free names not stubbed: {missing}") from None
     finally:

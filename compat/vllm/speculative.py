@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat.sources.tree import SPECULATIVE, VllmTree
-from compat.vllm.sandbox import SandboxError, StubConfig, run_isolated
+from compat.vllm.sandbox import SandboxError, StubConfig, call_isolated, run_isolated
 
 EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
 MTP_ALIAS_LITERAL = "MTPModelTypes"
@@ -318,5 +318,39 @@ def _eval_listcomp(comp: ast.ListComp, archs: list[str]) -> list[str] | None:
         return None
 
 
+SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
+
+
+def speculators_rewrite(tree: VllmTree, config: dict[str, Any]) -> tuple[list[str] | None, int, str]:
+    """Architectures vLLM gives a speculators-format draft checkpoint (its `config.json` has
+    `speculators_model_type`): the release's own `@register_speculator` function for that
+    type, run in isolation on a copy of the checkpoint's config. (archs, line, why)."""
+    import copy
+
+    kind = config.get("speculators_model_type")
+    mod = tree.parse(SPECULATORS_ALGOS)
+    if mod is None:
+        return None, 0, f"no {SPECULATORS_ALGOS} in this release"
+    for st in mod.body:
+        if not isinstance(st, ast.FunctionDef):
+            continue
+        for d in st.decorator_list:
+            if (isinstance(d, ast.Call) and getattr(d.func, "id", "") == "register_speculator"
+                    and d.args and isinstance(d.args[0], ast.Constant) and d.args[0].value == kind):
+                pre = copy.deepcopy(config.get("transformer_layer_config") or {})
+                try:
+                    call_isolated(tree, st, SPECULATORS_ALGOS, config_dict=copy.deepcopy(config),
+                                  pre_trained_config=pre)
+                except SandboxError as exc:
+                    return None, st.lineno, str(exc)
+                except Exception as exc:  # the release's own validation (unsupported model_type)
+                    return None, st.lineno, f"{type(exc).__name__}: {exc}"
+                archs = pre.get("architectures")
+                if isinstance(archs, list) and archs:
+                    return [str(a) for a in archs], st.lineno, f"speculators algorithm {kind!r}"
+                return None, st.lineno, f"speculators algorithm {kind!r} sets no architectures"
+    return None, 0, f"speculators type {kind!r} is not registered in {SPECULATORS_ALGOS}"
+
+
 __all__ = ["Method", "accepted_methods", "DraftParallelFacts", "draft_parallel_facts",
-           "OverrideRunner", "OverrideResult", "eagle_rewrite", "StubConfig"]
+           "OverrideRunner", "OverrideResult", "eagle_rewrite", "speculators_rewrite", "StubConfig"]
