@@ -181,6 +181,9 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
             if len(rows) >= 20000:
                 flush()
         flush()
+        for v, judge in judges.items():  # the recipe models' drafts join v_draft
+            dbm.append_rows(engine, dbm.DraftMapping,
+                            [dict(r, vllm_version=v) for r in judge.drafts.values()])
         fact_rows = []
         for mid in sorted({c.model_id for c in combos}):
             f = models.resolve(mid)

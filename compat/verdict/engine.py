@@ -83,6 +83,8 @@ class Judge:
         # config does not give an expert count (and said so in the chain).
         self.recipe_moe = recipe_moe or {}
         self._spec_cache: dict[tuple, tuple[list[Finding], dict[str, Any]]] = {}
+        # Draft mappings met while judging recipe models (added to draft_mapping / v_draft).
+        self.drafts: dict[tuple, dict[str, Any]] = {}
         self._meta: dict[str, Any] = {}
 
     # -- entry ---------------------------------------------------------------------
@@ -321,9 +323,19 @@ class Judge:
                     if rew:
                         how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
                         draft_archs = rew
-        if draft_archs:
-            self._meta["draft_cap"] = k.caps.get((platform, draft_archs[0]))
         inherits = pp_src in ("target", "target_config")
+        if draft_archs:
+            dcap0 = k.caps.get((platform, draft_archs[0]))
+            self._meta["draft_cap"] = dcap0
+            key = (platform, facts.model_type or "", facts.architectures[0], canonical, draft_archs[0])
+            self.drafts.setdefault(key, {
+                "platform": platform, "target_model_type": facts.model_type or "",
+                "target_arch": facts.architectures[0], "method": canonical,
+                "draft_arch": draft_archs[0], "draft_class": dcap0["class_path"] if dcap0 else "",
+                "draft_supports_pp": dcap0["supports_pp"] if dcap0 else None,
+                "draft_inherits_pp": int(inherits), "status": "ok" if dcap0 else "unknown",
+                "detail": f"{how} (model {facts.model_id})",
+                "file": dcap0["file"] if dcap0 else "", "line": dcap0["line"] if dcap0 else 0})
         if not inherits or pp <= 1:
             why = "PP 1" if pp <= 1 else f"draft PP forced to 1 ({pc_ev})"
             return [Finding("ok", f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev])]
