@@ -128,3 +128,11 @@ def test_bisect_finds_first_working_release_and_the_change(snapshot):
     assert len(res["visited"]) < len(res["searched"])  # only what the search needs
     # the explanation names the fact that changed at that release
     assert any("create_draft_parallel_config" in c or "supports_pp 0->1" in c for c in res["changes"])
+
+
+def test_v_draft_lists_the_recipe_models_drafts(built):
+    got = rows(built, "SELECT vllm_version, draft_arch, draft_supports_pp, draft_inherits_pp FROM v_draft "
+                      "WHERE platform='cuda' AND target_arch='GlmMoeDsaForCausalLM' AND method='mtp' "
+                      "ORDER BY vllm_version")
+    assert {(r["vllm_version"], r["draft_arch"], r["draft_supports_pp"], r["draft_inherits_pp"]) for r in got} >= {
+        ("0.23.0", "DeepSeekMTPModel", 0, 1), ("0.33.0", "DeepseekV32MTPModel", 1, 0)}
