@@ -22,7 +22,6 @@ No hit: status "unknown" with the reasons each source gave, never a guess.
 
 from __future__ import annotations
 
-from compat.resources import data_dir, schema_dir
 
 import re
 from collections import Counter
@@ -31,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from compat.hf.curated import DEFAULT_CURATED, REPO, CuratedEntry, load_curated
+from compat.hf.curated import DEFAULT_CURATED, CuratedEntry, load_curated
 from compat.hf.facts import ModelFacts, Source, facts_from_config, unknown
 from compat.hf.hub import Opener, fetch_config
 from compat.hf.ids import base_candidates

@@ -85,7 +85,7 @@ def _index(package: str, opener: Opener, cache: Path) -> dict:
             exc = ValueError(f"and the cached index {cached} is unreadable ({exc})")
         raise UserError(
             f"cannot reach the package index ({INDEX_URL}) and no cached index: {exc}",
-            where=f"--vllm",
+            where="--vllm",
         ) from None
 
 

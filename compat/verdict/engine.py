@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import reprlib
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compat.hf import ModelFacts, ModelResolver
@@ -198,8 +198,6 @@ class Judge:
             else:
                 out.append(Finding("ok", f"{prefix}target {arch} -> {cap['class_path']} supports PP"))
         if facts.is_moe is None and c.recipe in self.recipe_moe:
-            from dataclasses import replace
-
             facts = replace(facts, is_moe=self.recipe_moe[c.recipe], inferred=True)
             src = f"{src}; expert count unknown, MoE-ness from the recipe's model.architecture"
         if ep:
@@ -239,7 +237,7 @@ class Judge:
         return cfg
 
     def _spec(self, platform: str, args: ServeArgs, facts: ModelFacts, cap: dict[str, Any]) -> list[Finding]:
-        k, out = self.k, []
+        k = self.k
         spec = args.speculative_config or {}
         method = spec.get("method")
         model = spec.get("model")
