@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -34,30 +35,89 @@ def capability_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleInd
     return rows, rules
 
 
+def raise_rows_of(tree: VllmTree) -> list[dict]:
+    from compat.vllm.raises import scan_raises
+
+
+    return [{"file": s.file, "line": s.line, "exception": s.exception or "",
+             "template": s.template, "condition": s.condition or ""} for s in scan_raises(tree).sites]
+
+
+def _raise_rows_at(root: str, version: str) -> list[dict]:
+    """Worker: the raise inventory of a tree, computed in a process of its own."""
+    return raise_rows_of(VllmTree(root=Path(root), version=version, origin="src"))
+
+
+# Raise inventories being computed by a worker process, by id(tree).
+_PENDING: dict[int, Any] = {}
+
+
+def _raise_rows(tree: VllmTree) -> list[dict]:
+    pending = _PENDING.pop(id(tree), None)
+    if pending is not None:
+        try:
+            return pending.get(timeout=600)
+        except Exception:  # the worker failed: compute here instead
+            pass
+    return raise_rows_of(tree)
+
+
 def compute(tree: VllmTree, platforms: tuple[str, ...],
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     from compat.scan import release_row
 
     say = progress or (lambda _m: None)
     index = ModuleIndex(tree)
-    say(f"{tree.version}: registry and capabilities")
-    caps, rules = capability_rows(tree, platforms, index)
-    notes = list(rules.notes)
-    facts: dict[str, Any] = {"arch_capability": caps}
-    say(f"{tree.version}: speculative decoding")
-    spec, spec_notes = speculative_rows(tree, platforms, caps)
-    facts.update(spec)
-    notes += spec_notes
-    for name, fn in _EXTRA_STAGES:
-        say(f"{tree.version}: {name}")
-        try:
-            rows, stage_notes = fn(tree, platforms, index)
-        except LayoutError as exc:
-            rows, stage_notes = {}, [f"{name}: {exc.line()}"]
-        facts.update(rows)
-        notes += stage_notes
-    facts["release"] = release_row(tree, rules.pp_rule, notes)
-    return facts
+    # The raise inventory parses ~300 files nothing else needs; with a second core it runs
+    # in a forked worker while this process resolves classes, drafts and flags.
+    pool = _start_raise_worker(tree)
+    try:
+        say(f"{tree.version}: registry and capabilities")
+        caps, rules = capability_rows(tree, platforms, index)
+        notes = list(rules.notes)
+        facts: dict[str, Any] = {"arch_capability": caps}
+        say(f"{tree.version}: speculative decoding")
+        spec, spec_notes = speculative_rows(tree, platforms, caps)
+        facts.update(spec)
+        notes += spec_notes
+        for name, fn in _EXTRA_STAGES:
+            say(f"{tree.version}: {name}")
+            try:
+                rows, stage_notes = fn(tree, platforms, index)
+            except LayoutError as exc:
+                rows, stage_notes = {}, [f"{name}: {exc.line()}"]
+            facts.update(rows)
+            notes += stage_notes
+        facts["release"] = release_row(tree, rules.pp_rule, notes)
+        return facts
+    finally:
+        if pool is not None:
+            _PENDING.pop(id(tree), None)
+            pool.terminate()
+            pool.join()
+
+
+def _quiet_worker() -> None:
+    """Signals are the parent's to handle (it terminates the worker): no worker traceback,
+    and none of the parent's handlers (e.g. the CLI's SIGTERM message) run in the fork."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _start_raise_worker(tree: VllmTree) -> Any:
+    import multiprocessing
+    import os
+
+    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    try:
+        pool = multiprocessing.get_context("fork").Pool(1, initializer=_quiet_worker)
+    except OSError:
+        return None
+    _PENDING[id(tree)] = pool.apply_async(_raise_rows_at, (str(tree.root), tree.version))
+    return pool
 
 
 # (name, fn(tree, platforms, index) -> ({table: rows}, notes)); filled as stages land.
@@ -139,7 +199,6 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
     from compat.vllm.gates import (check_gates, extract_aux_over_pp_classes, extract_lse_impls,
                                    load_rules)
     from compat.vllm.parsers import extract_parsers
-    from compat.vllm.raises import scan_raises
 
     notes: list[str] = []
     cli = extract_cli(tree)
@@ -162,9 +221,7 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
         for n in ps.names:
             parser_rows.append({"kind": n.kind, "name": n.name, "module": n.module or "",
                                 "class_name": n.class_name or "", "file": n.file, "line": n.line})
-    inv = scan_raises(tree)
-    raise_rows = [{"file": s.file, "line": s.line, "exception": s.exception or "",
-                   "template": s.template, "condition": s.condition or ""} for s in inv.sites]
+    raise_rows = _raise_rows(tree)
     rules = {r.id: r for r in load_rules()}
     gate_rows = []
     for g in check_gates(tree, list(rules.values())):
