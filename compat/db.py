@@ -329,6 +329,13 @@ def append_rows(engine: Engine, table: type[SQLModel], rows: list[dict[str, Any]
     return len(rows)
 
 
+def dict_rows(conn: Any, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+    """Rows of a query on an open connection, as dicts keyed by column name."""
+    res = conn.exec_driver_sql(sql, params)
+    cols = list(res.keys())
+    return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+
+
 def query(engine: Engine, sql: str) -> tuple[list[str], list[tuple]]:
     with engine.connect() as conn:
         res = conn.exec_driver_sql(sql)

@@ -18,10 +18,7 @@ CAP_FLAGS = ("supports_pp", "supports_lora", "supports_multimodal", "supports_en
              "is_pooling_model", "is_text_generation_model", "supports_eagle3", "is_moe")
 
 
-def _rows(conn: Any, sql: str, params: tuple) -> list[dict[str, Any]]:
-    res = conn.exec_driver_sql(sql, params)
-    cols = list(res.keys())
-    return [dict(zip(cols, r)) for r in res.fetchall()]
+_rows = dbm.dict_rows
 
 
 def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:

@@ -15,9 +15,7 @@ def _rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
     engine = dbm.reading(db_path)
     try:
         with engine.connect() as conn:
-            res = conn.exec_driver_sql(sql, params)
-            cols = list(res.keys())
-            return [dict(zip(cols, r)) for r in res.fetchall()]
+            return dbm.dict_rows(conn, sql, params)
     except Exception as exc:
         raise UserError(f"cannot read verdicts: {str(getattr(exc, 'orig', exc)).splitlines()[0]}",
                         where=str(db_path)) from None

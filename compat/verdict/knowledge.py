@@ -14,6 +14,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from compat.db import dict_rows
+
 from compat.sources.tree import VllmTree
 from compat.vllm.speculative import OverrideRunner
 
@@ -58,9 +60,7 @@ def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowl
     k = Knowledge(version=version, tree=tree)
     with engine.connect() as conn:
         def rows(sql: str) -> list[dict[str, Any]]:
-            res = conn.exec_driver_sql(sql, (version,))
-            cols = list(res.keys())
-            return [dict(zip(cols, r)) for r in res.fetchall()]
+            return dict_rows(conn, sql, (version,))
 
         for r in rows("select * from arch_capability where vllm_version = ?"):
             k.caps[(r["platform"], r["arch"])] = r
