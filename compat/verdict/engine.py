@@ -133,6 +133,13 @@ class Judge:
                     out.append(Finding("unknown", f"{prefix}{t.raw}: {t.flag} exists in vLLM {k.version} but "
                                        f"is not known to be boolean (type {k.flags[t.flag]['value_type']})"))
                     continue
+            if row is None and any(ch.isspace() for ch in t.raw):
+                # One argv item holding a space: argparse takes it for a positional, not an option.
+                out.append(Finding(
+                    "blocked", f"{prefix}argument {t.raw!r} is a single argv item containing a space; "
+                    "argparse treats it as a positional, not an option (split it into two items)",
+                    f"vllm serve: error: unrecognized arguments: {t.raw}"))
+                continue
             if row is None:
                 out.append(Finding(
                     "blocked", f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
