@@ -95,9 +95,6 @@ class Judge:
             out.add(Finding("unknown", "served by vLLM-Omni (meta.tasks has omni), a separate package "
                             "with its own flags; not checked against vLLM"))
             return out
-        if k.notes and any(n.startswith("layout:") for n in k.notes):
-            out.add(Finding("unknown", f"vLLM {k.version}: {'; '.join(n for n in k.notes if n.startswith('layout:'))}"))
-            return out
         for p in c.problems:
             out.add(Finding("unknown", f"recipe problem: {p}"))
         facts = self.models.resolve(c.model_id)
