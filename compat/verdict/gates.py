@@ -40,9 +40,12 @@ def aux_over_pp(k: Any, cap: dict[str, Any]) -> bool | None:
     Approximation: a class with that attribute set True lives in a module of the
     target's MRO (the inner decoder sits beside its ForCausalLM class).
     """
-    classes = k.class_attrs.get("supports_aux_hidden_states_over_pp")
+    attr = "supports_aux_hidden_states_over_pp"
+    if (k.release_facts.get("class_attr_scans") or {}).get(attr) != "ok":
+        return None  # the attribute is not known in this release
+    classes = k.class_attrs.get(attr)
     if not classes:
-        return None if not k.class_attrs else False
+        return False
     import json
 
     mods = {module_file(p) for p in json.loads(cap.get("mro_path") or "[]") if p.startswith("vllm.")}
@@ -52,8 +55,10 @@ def aux_over_pp(k: Any, cap: dict[str, Any]) -> bool | None:
 
 def returns_lse(k: Any, facts: Any) -> bool | None:
     """Does the attention impl vLLM would pick return the softmax LSE (needed by DCP)?"""
+    if (k.release_facts.get("class_attr_scans") or {}).get("can_return_lse_for_decode") != "ok":
+        return None
     impls = {c["class_name"] for c in k.class_attrs.get("can_return_lse_for_decode", [])}
-    if not impls or facts.use_mla is None:
+    if facts.use_mla is None:
         return None
     if facts.use_mla and (facts.model_type in _DSA_TYPES):
         return any("Sparse" in i for i in impls)

@@ -229,7 +229,11 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
         gate_rows.append({"rule_id": g.rule_id, "status": g.status, "effect": r.effect, "message": r.message,
                           "file": g.file or "", "line": g.line or 0, "reason": g.reason or ""})
     attr_rows, release_rows = [], []
-    for scan in (extract_lse_impls(tree), extract_aux_over_pp_classes(tree)):
+    scans = (extract_lse_impls(tree), extract_aux_over_pp_classes(tree))
+    # Which scans succeeded: no rows for an attribute means "none set it" only when its scan ran.
+    release_rows.append({"key": "class_attr_scans", "value": json.dumps({x.attr: x.status for x in scans}),
+                         "file": "", "line": 0})
+    for scan in scans:
         if scan.status != "ok":
             notes.append(f"{scan.attr}: {scan.reason}")
             continue
