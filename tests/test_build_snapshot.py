@@ -136,3 +136,17 @@ def test_v_draft_lists_the_recipe_models_drafts(built):
                       "ORDER BY vllm_version")
     assert {(r["vllm_version"], r["draft_arch"], r["draft_supports_pp"], r["draft_inherits_pp"]) for r in got} >= {
         ("0.23.0", "DeepSeekMTPModel", 0, 1), ("0.33.0", "DeepseekV32MTPModel", 1, 0)}
+
+
+def test_ambiguous_model_decided_only_when_every_candidate_agrees(built):
+    """MiniMax-M3 is listed by vLLM under two architectures; a verdict is given only when both agree."""
+    got = rows(built, "SELECT status, chain FROM verdict WHERE recipe='models/MiniMaxAI/MiniMax-M3.yaml' "
+                      "AND model_id='MiniMaxAI/MiniMax-M3' AND vllm_version='0.33.0'")
+    assert got
+    for r in got:
+        steps = json.loads(r["chain"])
+        if r["status"] != "unknown":
+            assert any("every candidate gives the same verdict" in s for s in steps), steps
+        else:
+            assert any("they disagree" in s or "unresolved" in s for s in steps), steps
+    assert any(r["status"] != "unknown" for r in got)

@@ -61,6 +61,8 @@ class ModelFacts:
     inferred: bool = False
     base_model_id: str | None = None  # the id whose facts these are, for aliases and derived ids
     notes: tuple[str, ...] = ()  # caveats: ambiguous candidates, disagreeing sources
+    # When unknown because vLLM lists the id under several architectures: those architectures.
+    candidates: tuple[str, ...] = ()
 
     @property
     def architecture(self) -> str | None:
@@ -82,8 +84,10 @@ class ModelFacts:
         return replace(self, model_id=model_id, **changes)
 
 
-def unknown(model_id: str, reason: str, notes: tuple[str, ...] = ()) -> ModelFacts:
-    return ModelFacts(model_id=model_id, status="unknown", reason=reason, notes=notes)
+def unknown(model_id: str, reason: str, notes: tuple[str, ...] = (),
+            candidates: tuple[str, ...] = ()) -> ModelFacts:
+    return ModelFacts(model_id=model_id, status="unknown", reason=reason, notes=notes,
+                      candidates=candidates)
 
 
 def text_config_of(config: dict[str, Any]) -> dict[str, Any]:

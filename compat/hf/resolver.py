@@ -75,6 +75,8 @@ class ModelResolver:
         self._cache: dict[str, ModelFacts] = {}
         self._strong_cache: dict[str, ModelFacts | None] = {}
         self._active: set[str] = set()
+        # id -> architectures vLLM lists it under when it names several (tests or docs)
+        self._candidates: dict[str, set[str]] = {}
         self._hub_cache: dict[str, tuple[dict[str, Any] | None, str, str | None]] = {}
 
     # -- indexes ---------------------------------------------------------------------------
@@ -167,6 +169,7 @@ class ModelResolver:
                 model_id,
                 "; ".join(dict.fromkeys(m for m in misses if m)),
                 tuple(dict.fromkeys(notes)),
+                tuple(sorted(self._candidates.get(model_id.casefold(), ()))),
             )
         extra = tuple(n for n in dict.fromkeys(notes) if n not in facts.notes)
         return replace(facts, notes=facts.notes + extra) if extra else facts
@@ -341,6 +344,7 @@ class ModelResolver:
         if example is None:
             notes.extend(tnotes)
             if ambiguous:
+                self._candidates.setdefault(model_id.casefold(), set()).update(ambiguous)
                 misses.append(
                     f"vLLM tests list it under several architectures ({', '.join(ambiguous)})"
                 )
@@ -366,6 +370,7 @@ class ModelResolver:
             return None
         if match.arch is None:
             archs = sorted({a for r in match.rows for a in r.archs})
+            self._candidates.setdefault(model_id.casefold(), set()).update(archs)
             misses.append(
                 f"supported_models.md ({match.rule}) names several architectures "
                 f"({', '.join(archs)}) at {match.where}"

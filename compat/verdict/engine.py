@@ -182,6 +182,8 @@ class Judge:
     def _model(self, c: Combination, args: ServeArgs, facts: ModelFacts, prefix: str) -> list[Finding]:
         k, out = self.k, []
         pp, ep = args.pipeline_parallel_size, args.enable_expert_parallel
+        if facts.status != "resolved" and facts.candidates:
+            return self._over_candidates(c, args, facts, prefix)
         if facts.status != "resolved" or not facts.architectures:
             out.append(Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}"))
             return out
@@ -213,7 +215,7 @@ class Judge:
                                    f"experts ({src})", EP_MSG, [k.raise_at("Number of experts in the model")]))
         meta: dict[str, Any] = {}
         if args.speculative_config is not None:
-            key = (c.platform, c.model_id, json.dumps(args.speculative_config, sort_keys=True), pp)
+            key = (c.platform, c.model_id, arch, json.dumps(args.speculative_config, sort_keys=True), pp)
             if key not in self._spec_cache:
                 self._meta = {}
                 self._spec_cache[key] = (self._spec(c.platform, args, facts, cap), self._meta)
@@ -229,6 +231,28 @@ class Judge:
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
                                "Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)]))
         return out
+
+    def _over_candidates(self, c: Combination, args: ServeArgs, facts: ModelFacts,
+                         prefix: str) -> list[Finding]:
+        """The id's config is unknown but vLLM names the architectures it can be: decide only
+        when every candidate leads to the same verdict (status and vLLM message)."""
+        results = []
+        for cand in facts.candidates:
+            f = replace(facts, status="resolved", architectures=(cand,), inferred=True,
+                        source="vllm candidates", candidates=())
+            found = self._model(c, args, f, prefix)
+            worst = max((x.status for x in found), key=_RANK.__getitem__, default="ok")
+            msg = next((x.message for x in found if x.status == worst and x.message), "")
+            results.append((cand, worst, msg, found))
+        names = ", ".join(facts.candidates)
+        if len({(w, m) for _, w, m, _ in results}) == 1:
+            cand, worst, _, found = results[0]
+            head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
+                           f"{names}; every candidate gives the same verdict ({worst}), shown for {cand}")
+            return [head, *found]
+        split = "; ".join(f"{cand}: {worst}" for cand, worst, _, _ in results)
+        return [Finding("unknown", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
+                        f"{names} and they disagree ({split})")]
 
     def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
         if facts.config:
