@@ -19,14 +19,20 @@ from rich.table import Table
 
 from compat.errors import UserError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+#: Click's base exception for usage errors. typer >= 0.29 vendors click (typer._click) and no
+#: longer installs it, so the class is found through a typer export instead of `import click`.
+CLI_USAGE_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+app = typer.Typer(add_completion=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]}, pretty_exceptions_enable=False,
                   help="Which synthesized `vllm serve` commands can start, per vLLM release.")
 err = Console(stderr=True)
 out = Console()
 
-DbOpt = Annotated[Path, typer.Option("--db", help="SQLite database file.")]
-VllmOpt = Annotated[list[str] | None, typer.Option("--vllm", help="vLLM release from the package index (repeatable).")]
-SrcOpt = Annotated[list[str] | None, typer.Option("--vllm-src", help="Local vLLM tree, PATH or PATH=LABEL (repeatable).")]
+DbOpt = Annotated[Path, typer.Option("--db", metavar="FILE", help="SQLite database file.")]
+VllmOpt = Annotated[list[str] | None, typer.Option("--vllm", metavar="VERSION", help="vLLM release from the package index (repeatable).")]
+SrcOpt = Annotated[list[str] | None, typer.Option("--vllm-src", metavar="PATH[=LABEL]", help="Local vLLM tree, PATH or PATH=LABEL (repeatable).")]
 
 
 def _progress(msg: str) -> None:
@@ -37,9 +43,9 @@ def _progress(msg: str) -> None:
 def scan(
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
-    installed: Annotated[bool, typer.Option("--installed", help="Also scan the installed vllm package (read, not imported).")] = False,
+    installed: Annotated[bool, typer.Option("--installed", metavar="", help="Also scan the installed vllm package (read, not imported).")] = False,
     db: DbOpt = Path("compat.db"),
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute facts even if cached.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Recompute facts even if cached.")] = False,
 ) -> None:
     """Introspect vLLM releases statically into the database.
 
@@ -63,7 +69,7 @@ def scan(
 def sql(
     statement: Annotated[str, typer.Argument(help="A SELECT over the views in schema/views.sql.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="table, json or csv.")] = "table",
 ) -> None:
     """Run a read-only SQL query.
 
@@ -98,12 +104,12 @@ def sql(
 
 @app.command()
 def build(
-    recipes: Annotated[Path, typer.Option("--recipes", help="Checkout of vllm-project/recipes.")],
+    recipes: Annotated[Path, typer.Option("--recipes", metavar="DIR", help="Checkout of vllm-project/recipes.")],
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
     db: DbOpt = Path("compat.db"),
-    hf_config_dir: Annotated[Path | None, typer.Option("--hf-config-dir", help="Local config.json files (HF cache layout or <org>/<name>/).")] = None,
-    allow_hub: Annotated[bool, typer.Option("--allow-hub", help="Fetch config.json from the HF Hub for unresolved ids.")] = False,
+    hf_config_dir: Annotated[Path | None, typer.Option("--hf-config-dir", metavar="DIR", help="Local config.json files (HF cache layout or <org>/<name>/).")] = None,
+    allow_hub: Annotated[bool, typer.Option("--allow-hub", metavar="", help="Fetch config.json from the HF Hub for unresolved ids.")] = False,
 ) -> None:
     """Scan, load recipes, resolve models and decide every combination.
 
@@ -142,7 +148,7 @@ def _vkey(v: str):
 @app.command()
 def check(
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
 ) -> None:
     """Exit 1 when a combination the site can synthesize is blocked and not gated.
 
@@ -166,7 +172,7 @@ def explain(
     model: Annotated[str, typer.Argument(help="Recipe model id (e.g. zai-org/GLM-5.2) or recipe path.")],
     strategy: Annotated[str, typer.Argument(help="Strategy id, e.g. multi_node_tp_pp.")],
     feature: Annotated[str, typer.Argument(help="FEATURE or FEATURE:MODE, or '' for the base command.")] = "",
-    vllm: Annotated[str | None, typer.Option("--vllm", help="Release (default: the pinned one).")] = None,
+    vllm: Annotated[str | None, typer.Option("--vllm", metavar="VERSION", help="Release (default: the pinned one).")] = None,
     db: DbOpt = Path("compat.db"),
 ) -> None:
     """The causal chain behind a verdict, as a maintainer would write it in a bug report.
@@ -181,11 +187,11 @@ def explain(
 @app.command()
 def overrides(
     db: DbOpt = Path("compat.db"),
-    recipes: Annotated[Path | None, typer.Option("--recipes", help="Recipes checkout (effective strategies, existing gates).")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the YAML here instead of stdout.")] = None,
-    apply: Annotated[Path | None, typer.Option("--apply", help="Write the honoured gates into this recipes checkout.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --apply: print unified diffs, write nothing.")] = False,
-    gate_mode_conflicts: Annotated[bool, typer.Option("--gate-mode-conflicts", help="Gate a whole feature when only some modes are blocked.")] = False,
+    recipes: Annotated[Path | None, typer.Option("--recipes", metavar="DIR", help="Recipes checkout (effective strategies, existing gates).")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", metavar="PATH", help="Write the YAML here instead of stdout.")] = None,
+    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write the honoured gates into this recipes checkout.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing.")] = False,
+    gate_mode_conflicts: Annotated[bool, typer.Option("--gate-mode-conflicts", metavar="", help="Gate a whole feature when only some modes are blocked.")] = False,
 ) -> None:
     """strategy_overrides YAML from the verdicts; --apply edits recipe files round-trip.
 
@@ -212,7 +218,7 @@ def overrides(
 @app.command()
 def site(
     db: DbOpt = Path("compat.db"),
-    output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path("site-out"),
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="PATH", help="Output directory.")] = Path("site-out"),
 ) -> None:
     """Static HTML compatibility matrix (works from file://), plus compat.db and a JSON export.
 
@@ -229,7 +235,7 @@ def diff_cmd(
     a: Annotated[str, typer.Argument(help="Older release, e.g. 0.23.0.")],
     b: Annotated[str, typer.Argument(help="Newer release, e.g. 0.33.0.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
 ) -> None:
     """Capabilities, drafts, gates, new error messages, flags, parsers and verdicts that changed.
 
@@ -248,10 +254,10 @@ def bisect_cmd(
     model: Annotated[str, typer.Argument(help="Recipe model id or recipe path.")],
     strategy: Annotated[str, typer.Argument(help="Strategy id.")],
     feature: Annotated[str, typer.Argument(help="FEATURE[:MODE], or '' for the base command.")] = "",
-    recipes: Annotated[Path, typer.Option("--recipes", help="Recipes checkout.")] = Path("."),
-    start: Annotated[str | None, typer.Option("--from", help="First release (default: the recipe's pin).")] = None,
-    end: Annotated[str | None, typer.Option("--to", help="Last release (default: newest on the index).")] = None,
-    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    recipes: Annotated[Path, typer.Option("--recipes", metavar="DIR", help="Recipes checkout.")] = Path("."),
+    start: Annotated[str | None, typer.Option("--from", metavar="VERSION", help="First release (default: the recipe's pin).")] = None,
+    end: Annotated[str | None, typer.Option("--to", metavar="VERSION", help="Last release (default: newest on the index).")] = None,
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
 ) -> None:
     """First release where a blocked combination works, and the change that made it work.
 
@@ -272,6 +278,10 @@ def _terminate(signum: int, _frame: object) -> None:
     raise SystemExit(143)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def main() -> None:
     import signal
 
@@ -282,6 +292,9 @@ def main() -> None:
         except ValueError:  # not the main thread (an in-process caller): leave signals alone
             previous = None
     try:
+        if len(sys.argv) < 2:
+            commands = ", ".join(c.name or c.callback.__name__ for c in app.registered_commands)
+            raise UserError(f"missing command ({commands}); see compat --help", where="compat")
         rc = app(standalone_mode=False)
         if rc == 130:  # typer turns KeyboardInterrupt into Exit(130) before it reaches the handler below
             err.print("interrupted; the database was left as it was", markup=False)
@@ -298,13 +311,9 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            sys.stderr.write(f"error: {exc.format_message()}\n")
-            sys.exit(2)
-        raise
+    except CLI_USAGE_ERROR as exc:  # usage errors arrive here in non-standalone mode
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")  # type: ignore[attr-defined]
+        sys.exit(2)
     finally:
         if previous == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, previous)
