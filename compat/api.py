@@ -37,7 +37,8 @@ def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
 def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
     """Map each pin ('0.23.0', 'nightly', '0.11') to a release on the index, where possible."""
     from compat.errors import UserError
-    from compat.sources.pypi import version_key, versions_on_index
+    from compat.sources.pypi import versions_on_index
+    from compat.vocab import release_key
 
     try:
         available = versions_on_index()
@@ -54,7 +55,7 @@ def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
             # "0.11" or "0.11.0" spelled differently: the first release with that prefix.
             cands = [v for v in available if v == pin or v.startswith(pin.rstrip(".") + ".")]
             if cands:
-                out[pin] = sorted(cands, key=version_key)[0]
+                out[pin] = sorted(cands, key=release_key)[0]
     return out
 
 
@@ -69,7 +70,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat.hf import ModelResolver
     from compat.recipes import enumerate_repo, load_repo
     from compat.sources import tree_from_index, tree_from_path
-    from compat.sources.pypi import version_key
+    from compat.vocab import release_key
     from compat.verdict.engine import Judge
     from compat.verdict.knowledge import load_knowledge
     from collections import Counter
@@ -96,13 +97,13 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         for pin in sorted(pins):
             if pin not in pin_of:
                 unavailable[pin] = f"release {pin!r} is not on the package index"
-        for v in sorted(set(pin_of.values()), key=version_key):
+        for v in sorted(set(pin_of.values()), key=release_key):
             try:
                 trees[v] = tree_from_index(v, progress=progress)
             except UserError as exc:
                 unavailable[v] = exc.line()
     facts_all = {}
-    for v in sorted(trees, key=version_key):
+    for v in sorted(trees, key=release_key):
         try:
             facts, _cached = release_facts(trees[v], progress)
         except UserError as exc:  # e.g. a release whose layout the analysis does not know
@@ -110,7 +111,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
             say(unavailable[v])
             continue
         facts_all[v] = facts
-    releases = sorted(facts_all, key=version_key)
+    releases = sorted(facts_all, key=release_key)
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
     extra = _newest_tree(trees, say) if (versions or not explicit) else []
     models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
@@ -168,7 +169,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
                 if o.status != "blocked":
                     continue
                 for later in releases:
-                    if version_key(later) <= version_key(v):
+                    if release_key(later) <= release_key(v):
                         continue
                     lo = decided.get(later) or judges[later].judge(c)
                     if later not in decided:

@@ -22,12 +22,12 @@ from compat.errors import UserError
 from compat.hf import ModelResolver
 from compat.recipes import Combination, enumerate_repo, load_repo
 from compat.scan import release_facts, write_facts
-from compat.sources.pypi import tree_from_index, version_key, versions_on_index
+from compat.sources.pypi import tree_from_index, versions_on_index
+from compat.vocab import release_key, status_rank, worst
 from compat.verdict.engine import Judge, Outcome
 from compat.verdict.knowledge import load_knowledge
 
 Progress = Callable[[str], None]
-_RANK = {"ok": 0, "warning": 1, "unknown": 2, "blocked": 3}
 
 
 @dataclass
@@ -79,7 +79,7 @@ class _Releases:
             models = ModelResolver(trees=[self.newest, *self.trees.values()])
             judge = Judge(load_knowledge(self.engine, version, tree), models)
             self.outcomes[version] = [judge.judge(c) for c in self.combos]
-        return max((o.status for o in self.outcomes[version]), key=_RANK.__getitem__)
+        return worst(o.status for o in self.outcomes[version]).value
 
     def close(self) -> None:
         self.engine.dispose()
@@ -105,7 +105,7 @@ def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | 
     last = end or available[-1]
     if last not in available:
         raise UserError(f"release {last!r} is not on the package index", where="--to")
-    span = [v for v in available if version_key(pin) <= version_key(v) <= version_key(last)
+    span = [v for v in available if release_key(pin) <= release_key(v) <= release_key(last)
             and not any(t in v for t in ("rc", "a", "b", "dev", "post"))]
     res = BisectResult(target=f"{model} {strategy} {feature}", searched=span)
     rel = _Releases(combos, progress, available[-1])
@@ -143,9 +143,10 @@ def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | 
 
 
 def _chain(outcomes: list[Outcome], worst_only: bool = False) -> list[str]:
-    worst = max(outcomes, key=lambda o: _RANK[o.status])
-    steps = [s for s in worst.chain if not worst_only or s.startswith(f"[{worst.status}]")]
-    return steps + ([f"vLLM raises: {worst.message}"] if worst.message and worst.status != "ok" else [])
+    worst_outcome = max(outcomes, key=lambda o: status_rank(o.status))
+    steps = [s for s in worst_outcome.chain if not worst_only or s.startswith(f"[{worst_outcome.status}]")]
+    return steps + ([f"vLLM raises: {worst_outcome.message}"]
+                    if worst_outcome.message and worst_outcome.status != "ok" else [])
 
 
 def _changes(rel: _Releases, bad: str, good: str) -> list[str]:
@@ -187,7 +188,7 @@ def _changes(rel: _Releases, bad: str, good: str) -> list[str]:
 
 def render(r: BisectResult) -> str:
     lines = [f"{r.target}: searched {r.searched[0]} .. {r.searched[-1]} ({len(r.searched)} releases, "
-             f"scanned {len(r.visited)}: {', '.join(f'{v} {s}' for v, s in sorted(r.visited.items(), key=lambda x: version_key(x[0])))})"]
+             f"scanned {len(r.visited)}: {', '.join(f'{v} {s}' for v, s in sorted(r.visited.items(), key=lambda x: release_key(x[0])))})"]
     if r.note:
         lines.append(r.note)
     if r.first_ok and r.last_blocked:

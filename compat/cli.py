@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compat.errors import UserError
+from compat.vocab import release_key
 
 #: Click's base exception for usage errors. typer >= 0.29 vendors click (typer._click) and no
 #: longer installs it, so the class is found through a typer export instead of `import click`.
@@ -134,15 +135,10 @@ def build(
     t.add_column("vllm")
     for st in statuses:
         t.add_column(st, justify="right")
-    for v in sorted({v for v, _ in s["by_status"]}, key=_vkey):
+    for v in sorted({v for v, _ in s["by_status"]}, key=release_key):
         t.add_row(v, *[str(s["by_status"].get((v, st), 0)) for st in statuses])
     out.print(t)
 
-
-def _vkey(v: str):
-    from compat.sources.pypi import version_key
-
-    return version_key(v)
 
 
 @app.command()

@@ -19,7 +19,7 @@ from compat.emit.site import (
     cell_id,
     evidence_links,
     git_ref,
-    version_key,
+    release_key,
 )
 from compat.errors import UserError
 
@@ -266,7 +266,7 @@ def test_cell_ids_and_refs():
 
 def test_version_order():
     versions = ["0.33.0", "0.9.2", "nightly", "0.23.0", "0.23.0rc1", "0.10.1.1"]
-    assert sorted(versions, key=version_key) == [
+    assert sorted(versions, key=release_key) == [
         "0.9.2", "0.10.1.1", "0.23.0rc1", "0.23.0", "0.33.0", "nightly"]
 
 

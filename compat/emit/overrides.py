@@ -41,7 +41,7 @@ from compat.errors import UserError
 from compat.recipes.offering import effective_compatible_strategies
 from compat.recipes.repo import Recipe
 from compat.resources import schema_dir
-from compat.sources.pypi import version_key
+from compat.vocab import release_key
 
 SCHEMA_FILE = "overrides.schema.json"
 
@@ -181,10 +181,6 @@ class ApplyResult:
 # --------------------------------------------------------------------------- reading
 
 
-def _vkey(version: str) -> tuple:
-    """Release order; non-numeric labels (nightly, a local tree's name) sort after releases."""
-    return (0 if version[:1].isdigit() else 1, version_key(version))
-
 
 def read_verdicts(db_path: Path | str) -> list[Row]:
     """Every `verdict` row, in rowid order. UserError when the file is no verdict database."""
@@ -298,7 +294,7 @@ def _finding(
     modes = ordered_modes(r.mode for r in blocked)
     offered_modes = ordered_modes(offered)
     fixes = {r.works_from for r in blocked}
-    works_from = None if "" in fixes or not fixes else max(fixes, key=_vkey)
+    works_from = None if "" in fixes or not fixes else max(fixes, key=release_key)
     evidence: list[str] = []
     for r in blocked:
         evidence.extend(e.strip() for e in r.evidence.split(";"))
@@ -315,7 +311,7 @@ def _finding(
         ),
         messages=tuple(sorted(_distinct(_one_line(r.message) for r in blocked))),
         evidence=tuple(sorted(_distinct(evidence))),
-        vllm=tuple(sorted(_distinct(r.vllm_version for r in blocked), key=_vkey)),
+        vllm=tuple(sorted(_distinct(r.vllm_version for r in blocked), key=release_key)),
         works_from=works_from,
         variants=tuple(sorted(_distinct(r.variant for r in blocked))),
         hardware=tuple(sorted(_distinct(r.hardware for r in blocked))),

@@ -30,6 +30,7 @@ import yaml
 
 from compat.errors import UserError
 from compat.resources import site_dir
+from compat.vocab import Status, release_key, status_rank, worst
 
 VLLM_BLOB = "https://github.com/vllm-project/vllm/blob"
 STATUSES = ("ok", "blocked", "warning", "unknown")
@@ -41,7 +42,6 @@ MEANINGS = {
     "unknown": "a needed fact is missing",
 }
 # Which status a cell shows when its variants or hardware profiles disagree.
-SEVERITY = {"ok": 0, "unknown": 1, "warning": 2, "blocked": 3}
 MARKER = ".compat-site"  # marks a directory this module built, so it may be replaced
 
 VERDICT_COLUMNS = ("id", "vllm_version", "platform", "hardware", "recipe", "model_id", "variant",
@@ -153,22 +153,13 @@ def _load(con: sqlite3.Connection, where: str) -> tuple[list[dict[str, Any]], di
         for k in ("platform", "hardware", "variant", "strategy", "feature", "mode", "message",
                   "reason", "evidence", "works_from", "argv", "model_id"):
             r[k] = r[k] or ""
-        if r["status"] not in SEVERITY:
+        if r["status"] not in set(Status):
             r["status"] = "unknown"
     return rows, commits
 
 
 # ---------------------------------------------------------------------------- naming
 
-
-def version_key(version: str) -> tuple:
-    """Release order: numeric parts, pre-releases before the final; non-numeric labels last."""
-    m = re.match(r"^v?(\d+(?:\.\d+)*)(.*)$", version)
-    if not m:
-        return (1, (), 0, version)
-    rest = m.group(2)
-    pre = 0 if not rest else (-1 if re.match(r"^[.-]?(a|b|rc|dev)", rest) else 1)
-    return (0, tuple(int(x) for x in m.group(1).split(".")), pre, rest)
 
 
 def _slug(text: str) -> str:
@@ -328,11 +319,11 @@ def _clip(text: str, limit: int = TITLE_REASON) -> str:
 
 
 def _worst(statuses: Iterable[str]) -> str:
-    return max(statuses, key=SEVERITY.__getitem__)
+    return worst(statuses).value
 
 
 def _join_versions(versions: Iterable[str]) -> str:
-    return ", ".join(sorted(set(versions), key=version_key))
+    return ", ".join(sorted(set(versions), key=release_key))
 
 
 # ---------------------------------------------------------------------------- index model
@@ -363,19 +354,19 @@ class IndexRow:
 def _entry(ref: RecipeRef, strategy: str, feature: str, mode: str,
            rows: list[dict[str, Any]]) -> Entry:
     status = _worst(r["status"] for r in rows)
-    worst = [r for r in rows if r["status"] == status]
+    decisive = [r for r in rows if r["status"] == status]
     label = fm_label(feature, mode)
     versions = _join_versions(r["vllm_version"] for r in rows)
     mixed = len({r["status"] for r in rows}) > 1
     title = f"{label} on {strategy_label(strategy)}: {status} at vLLM {versions}"
     if mixed:
-        title += f" on {len(worst)} of {len(rows)} variant/hardware combinations"
+        title += f" on {len(decisive)} of {len(rows)} variant/hardware combinations"
     if status != "ok":
-        if worst[0]["reason"]:
-            title += f". {_clip(worst[0]['reason'])}"
-        if all(r["works_from"] for r in worst):
-            title += f" Works from {_join_versions(r['works_from'] for r in worst)}."
-    gated = status != "ok" and all(r["gated"] for r in worst)
+        if decisive[0]["reason"]:
+            title += f". {_clip(decisive[0]['reason'])}"
+        if all(r["works_from"] for r in decisive):
+            title += f" Works from {_join_versions(r['works_from'] for r in decisive)}."
+    gated = status != "ok" and all(r["gated"] for r in decisive)
     if gated:
         title += " The recipe already gates this combination."
     if status == "ok" and not mixed:
@@ -395,10 +386,10 @@ def _pinned_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool
         lowest: dict[tuple[str, ...], str] = {}
         for r in pinned:
             k = _combo(r)
-            if k not in lowest or version_key(r["vllm_version"]) < version_key(lowest[k]):
+            if k not in lowest or release_key(r["vllm_version"]) < release_key(lowest[k]):
                 lowest[k] = r["vllm_version"]
         return [r for r in pinned if lowest[_combo(r)] == r["vllm_version"]], True
-    newest = max((r["vllm_version"] for r in rows), key=version_key)
+    newest = max((r["vllm_version"] for r in rows), key=release_key)
     return [r for r in rows if r["vllm_version"] == newest], False
 
 
@@ -560,17 +551,17 @@ def _cell(cid: str, rows: list[dict[str, Any]], notes: dict[tuple, Note], ref: s
     by_status: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_status[r["status"]].append(r)
-    order = sorted(by_status, key=lambda s: -SEVERITY[s])
+    order = sorted(by_status, key=lambda s: -status_rank(s))
     parts = []
     for s in order:
         where = targets_text(_target(r) for r in by_status[s]) if len(order) > 1 else ""
         parts.append(Part(status=s, where=where,
                           notes=_notes_for(by_status[s], notes, ref)))
     status = order[0]
-    worst = by_status[status][0]
+    first = by_status[status][0]
     title = f"{status} at vLLM {version}"
-    if status != "ok" and worst["reason"]:
-        title += f": {_clip(worst['reason'])}"
+    if status != "ok" and first["reason"]:
+        title += f": {_clip(first['reason'])}"
     return Cell(id=cid, status=status, parts=parts, title=title)
 
 
@@ -581,11 +572,11 @@ def _combo(r: dict[str, Any]) -> tuple[str, ...]:
 
 def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str, str],
                   fm_order: dict[tuple[str, str], int]) -> dict[str, Any]:
-    versions = sorted({r["vllm_version"] for r in rows}, key=version_key)
+    versions = sorted({r["vllm_version"] for r in rows}, key=release_key)
     pinned_versions = Counter(r["vllm_version"] for r in rows if r["pinned"])
     if pinned_versions:  # the release most rows pin; the lowest of a tie
         top = max(pinned_versions.values())
-        default = min((v for v, n in pinned_versions.items() if n == top), key=version_key)
+        default = min((v for v, n in pinned_versions.items() if n == top), key=release_key)
     else:
         default = versions[-1]
     variant_order: dict[str, int] = {}
@@ -639,7 +630,7 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str,
             counts=counts))
     model_ids = list(dict.fromkeys(r["model_id"] for r in rows if r["model_id"]))
     return {"ref": ref, "model_ids": model_ids, "default": default,
-            "sections": sections, "pinned": sorted(pinned_versions, key=version_key)}
+            "sections": sections, "pinned": sorted(pinned_versions, key=release_key)}
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -660,7 +651,7 @@ def _render_into(db_path: Path, out: Path) -> int:
     con = sqlite3.connect(out / "compat.db")
     try:
         rows, commits = _load(con, str(db_path))
-        releases = sorted({r["vllm_version"] for r in rows} | set(commits), key=version_key)
+        releases = sorted({r["vllm_version"] for r in rows} | set(commits), key=release_key)
         _write_export(con, out / "verdicts.json")
         tables = {name: _columns(con, name) for (name,) in con.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "

@@ -39,13 +39,11 @@ from compat.hf.model_types import TransformersTypes, VllmConfigTypes
 from compat.hf.vllm_docs import VllmDocsIndex
 from compat.hf.vllm_tests import VllmTestsIndex
 from compat.sources.tree import VllmTree
+from compat.vocab import release_key
 
 TRANSFORMERS_TYPES = DEFAULT_CURATED.parent / "transformers_model_types.json"
 SOURCES = ("local", "hub", "curated", "vllm-tests", "vllm-docs", "derived")
 
-
-def _version_key(version: str) -> tuple:
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:4])
 
 
 class ModelResolver:
@@ -63,7 +61,7 @@ class ModelResolver:
     ) -> None:
         self.hf_config_dir = Path(hf_config_dir) if hf_config_dir else None
         self.allow_hub = allow_hub
-        self.trees = sorted(trees, key=lambda t: _version_key(t.version), reverse=True)
+        self.trees = sorted(trees, key=lambda t: release_key(t.version), reverse=True)
         self.curated_path = Path(curated)
         self.hub_opener = hub_opener
         self.transformers_path = Path(transformers_types)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from compat.errors import UserError
 from compat.sources.tree import VllmTree, read_version
+from compat.vocab import release_key
 
 INDEX_URL = os.environ.get("COMPAT_INDEX_URL", "https://pypi.org/simple")
 _ACCEPT = "application/vnd.pypi.simple.v1+json"
@@ -116,17 +117,9 @@ def versions_on_index(opener: Opener | None = None, cache: Path | None = None) -
         fn = fn if isinstance(fn, str) else ""
         if fn.startswith("vllm-") and fn.endswith(".tar.gz") and not f.get("yanked"):
             out.append(fn[len("vllm-") : -len(".tar.gz")])
-    return sorted(set(out), key=version_key)
+    return sorted(set(out), key=release_key)
 
 
-def version_key(v: str) -> tuple:
-    """Sort key for release strings: numeric parts first; pre/post suffixes after."""
-    parts: list = []
-    for piece in v.replace("-", ".").split("."):
-        num = "".join(ch for ch in piece if ch.isdigit())
-        rest = piece[len(num) :] if piece.startswith(num) else piece
-        parts.append((int(num) if num and piece.startswith(num) else -1, rest))
-    return tuple(parts)
 
 
 def _sha256(path: Path) -> str:

@@ -17,12 +17,12 @@ from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
 from compat.verdict import gates
 from compat.verdict.knowledge import Knowledge
+from compat.vocab import status_rank, worst
 from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
 
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
 EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
-_RANK = {"ok": 0, "warning": 1, "unknown": 2, "blocked": 3}
 
 
 @dataclass
@@ -43,13 +43,13 @@ class Outcome:
     config_status: str = "ok"  # the verdict counting only config-time checks (what golden data covers)
 
     def add(self, f: Finding) -> None:
-        if f.stage == "config" and _RANK[f.status] > _RANK[self.config_status]:
+        if f.stage == "config" and status_rank(f.status) > status_rank(self.config_status):
             self.config_status = f.status
         self.chain.append(f"[{f.status}] {f.step}")
         for e in f.evidence:
             if e and e not in self.evidence:
                 self.evidence.append(e)
-        if _RANK[f.status] > _RANK[self.status]:
+        if status_rank(f.status) > status_rank(self.status):
             self.status = f.status
             if f.message:
                 self.message = f.message
@@ -58,8 +58,8 @@ class Outcome:
 
     @property
     def reason(self) -> str:
-        worst = [c for c in self.chain if c.startswith(f"[{self.status}]")]
-        return (worst[0] if worst else (self.chain[-1] if self.chain else ""))[len(self.status) + 3:]
+        decisive = [c for c in self.chain if c.startswith(f"[{self.status}]")]
+        return (decisive[0] if decisive else (self.chain[-1] if self.chain else ""))[len(self.status) + 3:]
 
 
 @lru_cache(maxsize=8192)
@@ -241,16 +241,16 @@ class Judge:
             f = replace(facts, status="resolved", architectures=(cand,), inferred=True,
                         source="vllm candidates", candidates=())
             found = self._model(c, args, f, prefix)
-            worst = max((x.status for x in found), key=_RANK.__getitem__, default="ok")
-            msg = next((x.message for x in found if x.status == worst and x.message), "")
-            results.append((cand, worst, msg, found))
+            verdict = worst(x.status for x in found).value
+            msg = next((x.message for x in found if x.status == verdict and x.message), "")
+            results.append((cand, verdict, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
-            cand, worst, _, found = results[0]
+            cand, verdict, _, found = results[0]
             head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
-                           f"{names}; every candidate gives the same verdict ({worst}), shown for {cand}")
+                           f"{names}; every candidate gives the same verdict ({verdict}), shown for {cand}")
             return [head, *found]
-        split = "; ".join(f"{cand}: {worst}" for cand, worst, _, _ in results)
+        split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
         return [Finding("unknown", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
                         f"{names} and they disagree ({split})")]
 
