@@ -16,6 +16,7 @@ Progress = Callable[[str], None]
 def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
          use_cache: bool = True, progress: Progress | None = None) -> list[dict[str, Any]]:
     """Scan releases into `db_path` (atomically); returns a summary row per release."""
+    dbm.ensure_writable(db_path)
     trees = open_trees(versions, srcs, installed, progress)
     summary = []
     facts_all = []
@@ -77,6 +78,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
+    dbm.ensure_writable(db_path)
     repo = load_repo(recipes)
     enum = enumerate_repo(repo)
     combos = enum.combinations

@@ -105,8 +105,13 @@ def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | 
     last = end or available[-1]
     if last not in available:
         raise UserError(f"release {last!r} is not on the package index", where="--to")
+    if release_key(last) < release_key(pin):
+        raise UserError(f"--to {last} is older than the start {pin}; give --from OLDER --to NEWER",
+                        where="--to")
     span = [v for v in available if release_key(pin) <= release_key(v) <= release_key(last)
             and not any(t in v for t in ("rc", "a", "b", "dev", "post"))]
+    if not span:
+        raise UserError(f"no final release between {pin} and {last} on the package index", where="--from")
     res = BisectResult(target=f"{model} {strategy} {feature}", searched=span)
     rel = _Releases(combos, progress, available[-1])
     try:

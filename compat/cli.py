@@ -80,12 +80,7 @@ def sql(
 
     if format not in ("table", "json", "csv"):
         raise UserError(f"unknown format {format!r} (table, json, csv)", where="--format")
-    engine = dbm.reading(db)
-    try:
-        cols, rows = dbm.query(engine, statement)
-    except Exception as exc:  # sqlalchemy wraps sqlite errors; the message is what matters
-        msg = str(getattr(exc, "orig", exc)).splitlines()[0]
-        raise UserError(f"SQL error: {msg}", where="statement") from None
+    cols, rows = dbm.query(db, statement)
     if format == "json":
         sys.stdout.write(json.dumps([dict(zip(cols, r)) for r in rows], indent=1) + "\n")
     elif format == "csv":

@@ -236,6 +236,11 @@ RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateS
                   RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact]
 
 
+#: `PRAGMA application_id` of every database vllm-compat writes ("vcdb"), so a foreign
+#: SQLite file is told apart from ours (older databases without it are known by their tables).
+APPLICATION_ID = 0x76636462
+
+
 def _views_sql() -> str:
     return (schema_dir() / "views.sql").read_text(encoding="utf-8")
 
@@ -248,7 +253,7 @@ def init_schema(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
     raw = engine.raw_connection()
     try:
-        raw.executescript(_views_sql())  # type: ignore[attr-defined]
+        raw.executescript(f"PRAGMA application_id = {APPLICATION_ID};\n" + _views_sql())  # type: ignore[attr-defined]
         raw.commit()
     finally:
         raw.close()
@@ -268,10 +273,13 @@ def writing(path: Path) -> Iterator[Engine]:
         if path.exists():
             try:
                 src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-                dst = sqlite3.connect(tmp)
-                src.backup(dst)
-                src.close()
-                dst.close()
+                try:
+                    _refuse_foreign(src, path)
+                    dst = sqlite3.connect(tmp)
+                    src.backup(dst)
+                    dst.close()
+                finally:
+                    src.close()
             except sqlite3.DatabaseError as exc:
                 raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
         engine = engine_for(Path(tmp))
@@ -292,6 +300,44 @@ def writing(path: Path) -> Iterator[Engine]:
             engine.dispose()
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def ensure_writable(path: Path) -> None:
+    """Fail fast, before any work, when `path` exists but is not a vllm-compat database."""
+    path = Path(path)
+    if not path.exists():
+        return
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            _refuse_foreign(con, path)
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
+
+
+def _refuse_foreign(con: sqlite3.Connection, path: Path) -> None:
+    """UserError unless `path` is empty, carries our application id, or holds only our tables.
+
+    Writing into someone else's SQLite file would add a dozen tables to it.
+    """
+    if con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+        return
+    names = {r[0] for r in con.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")}
+    ours = {t.__tablename__ for t in TABLES} | set(_view_names())  # type: ignore[attr-defined]
+    foreign = sorted(names - ours)
+    if foreign or (names and "release" not in names):
+        listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise UserError(f"not a vllm-compat database (it holds {listed or 'other tables'}); "
+                        "refusing to write into it, give another --db", where=str(path))
+
+
+def _view_names() -> list[str]:
+    import re
+
+    return re.findall(r"CREATE VIEW (?:IF NOT EXISTS )?(\w+)", _views_sql(), flags=re.I)
 
 
 def reading(path: Path) -> Engine:
@@ -336,11 +382,54 @@ def dict_rows(conn: Any, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
 
 
-def query(engine: Engine, sql: str) -> tuple[list[str], list[tuple]]:
-    with engine.connect() as conn:
-        res = conn.exec_driver_sql(sql)
-        cols = list(res.keys())
-        return cols, [tuple(r) for r in res.fetchall()]
+#: Read-only PRAGMAs `compat sql` lets through (they take a table or index name, change nothing).
+_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+                           "foreign_key_list", "table_list"})
+_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                              getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
+_ACTION_NAMES = {getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ") for n in (
+    "ALTER_TABLE", "ANALYZE", "ATTACH", "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX",
+    "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW",
+    "CREATE_VTABLE", "DELETE", "DETACH", "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX",
+    "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW",
+    "DROP_VTABLE", "INSERT", "PRAGMA", "REINDEX", "SAVEPOINT", "TRANSACTION", "UPDATE")
+    if hasattr(sqlite3, f"SQLITE_{n}")}
+
+
+def query(path: Path, sql: str) -> tuple[list[str], list[tuple]]:
+    """One read-only statement over the database at `path`: (columns, rows).
+
+    An authorizer admits only reads (SELECT, functions, CTEs and a few schema PRAGMAs), so
+    ATTACH (which would create a file), PRAGMA writes and DML are refused with a UserError
+    naming what was refused, before anything runs.
+    """
+    reading(path)  # the same checks and messages as every reader
+    con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    refused: list[str] = []
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
+        if action in _ALLOWED_ACTIONS:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
+            return sqlite3.SQLITE_OK
+        what = _ACTION_NAMES.get(action, str(action))
+        refused.append(f"{what} {arg1}" if what == "PRAGMA" and arg1 else what)
+        return sqlite3.SQLITE_DENY
+
+    con.set_authorizer(authorize)
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description or ()]
+        return cols, [tuple(r) for r in cur.fetchall()]
+    except (sqlite3.Error, sqlite3.Warning) as exc:
+        if refused:
+            verb = sql.split(None, 1)[0].upper() if sql.split() else refused[0]
+            what = refused[0] if refused[0].startswith("PRAGMA") else verb
+            raise UserError(f"compat sql is read-only: {what} is not allowed "
+                            "(SELECT over the views in schema/views.sql)", where="statement") from None
+        raise UserError(f"SQL error: {str(exc).splitlines()[0]}", where="statement") from None
+    finally:
+        con.close()
 
 
 def dumps(obj: Any) -> str:

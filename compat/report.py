@@ -22,7 +22,15 @@ def _rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
 
 
 def findings(db_path: Path) -> dict[str, Any]:
-    """Blocked, ungated combinations at the judged releases, grouped by recipe."""
+    """Blocked, ungated combinations at the judged releases, grouped by recipe.
+
+    A database without verdicts (a scan only, or an empty build) is a UserError: a check
+    that passes on nothing would tell CI everything is fine.
+    """
+    judged = _rows(db_path, "select count(*) n from verdict where judged = 1")[0]["n"]
+    if not judged:
+        raise UserError("no verdicts in this database (it holds only a scan?); run `compat build "
+                        "--recipes DIR` first", where=str(db_path))
     rows = _rows(db_path, "select * from verdict where judged = 1 and status = 'blocked' and gated = 0 "
                           "order by recipe, strategy, feature, mode, variant, platform, hardware")
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)

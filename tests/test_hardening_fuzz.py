@@ -453,7 +453,7 @@ def test_fuzz_build_cli_exit_0_or_2_and_db_untouched(data, db_exists, baseline_d
         assert any(lines[0].startswith(f"error: {rel}") for rel in mutated), lines[0]
         assert (db.read_bytes() == baseline_db) if db_exists else not db.exists()
     else:
-        _cols, rows = dbm.query(dbm.reading(db), "SELECT DISTINCT status FROM v_verdict")
+        _cols, rows = dbm.query(db, "SELECT DISTINCT status FROM v_verdict")
         assert {r[0] for r in rows} <= STATUSES
     shutil.rmtree(work)
 

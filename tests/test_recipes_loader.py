@@ -81,7 +81,7 @@ def test_strategy_without_name_raises(tmp_path: Path) -> None:
 def test_not_a_checkout(tmp_path: Path) -> None:
     with pytest.raises(UserError) as err:
         load_repo(tmp_path)
-    assert err.value.where == "models/"
+    assert err.value.where == f"--recipes {tmp_path}" and "models/" in err.value.message
 
 
 def test_confined_defects_become_problems_not_exceptions() -> None:

@@ -150,8 +150,10 @@ def _load_strategies(root: Path, folder: str) -> dict[str, Strategy]:
 def load_repo(root: Path) -> RecipesRepo:
     """Load a recipes checkout, raising UserError for input nothing can be said about."""
     root = Path(root)
+    if not root.is_dir():
+        raise UserError("recipes directory does not exist", where=f"--recipes {root}")
     if not (root / "models").is_dir():
-        raise UserError("missing: this is not a recipes checkout", where="models/")
+        raise UserError("no models/ folder: this is not a recipes checkout", where=f"--recipes {root}")
     taxonomy, hardware = _load_taxonomy(root)
     strategies = _load_strategies(root, "strategies")
     kv_stores = _load_strategies(root, "kv_store")
