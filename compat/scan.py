@@ -66,6 +66,7 @@ def release_facts(tree: VllmTree, progress: Progress | None = None,
             pass
     t0 = time.perf_counter()
     facts = compute_facts(tree, progress)
+    facts["release"]["analyzer"] = analyzer_hash()
     tree.drop_parsed()
     facts["release"]["seconds"] = round(time.perf_counter() - t0, 3)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,14 +90,6 @@ def write_facts(engine: Engine, facts: dict[str, Any]) -> dict[str, int]:
         rows = [dict(r, vllm_version=version) for r in facts.get(name, [])]
         counts[name] = db.replace_rows(engine, table, rows, vllm_version=version)
     return counts
-
-
-def release_row(tree: VllmTree, pp_rule: str | None, notes: list[str]) -> dict[str, Any]:
-    return {
-        "version": tree.version, "origin": tree.origin, "sha256": tree.sha256,
-        "fingerprint": tree.fingerprint(), "commit_id": tree.commit, "pp_rule": pp_rule,
-        "notes": json.dumps(notes), "analyzer": analyzer_hash(),
-    }
 
 
 def rows_of(items: list[Any]) -> list[dict[str, Any]]:

@@ -62,10 +62,17 @@ def _raise_rows(tree: VllmTree) -> list[dict]:
     return raise_rows_of(tree)
 
 
+def release_row(tree: VllmTree, pp_rule: str | None, notes: list[str]) -> dict[str, Any]:
+    """The `release` row of a tree's facts (the scan adds the analyzer hash it cached them under)."""
+    return {
+        "version": tree.version, "origin": tree.origin, "sha256": tree.sha256,
+        "fingerprint": tree.fingerprint(), "commit_id": tree.commit, "pp_rule": pp_rule,
+        "notes": json.dumps(notes),
+    }
+
+
 def compute(tree: VllmTree, platforms: tuple[str, ...],
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from compat.scan import release_row
-
     say = progress or (lambda _m: None)
     index = ModuleIndex(tree)
     # The raise inventory parses ~300 files nothing else needs; with a second core it runs
