@@ -72,9 +72,10 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat.recipes import enumerate_repo, load_repo
     from compat.sources import tree_from_index, tree_from_path
     from compat.vocab import release_key
+    from compat.verdict.cause import renderer
     from compat.verdict.engine import Judge
     from compat.verdict.knowledge import load_knowledge
-    from collections import Counter
+    from compat.verdict.releases import ReleasePool
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -122,85 +123,152 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
                                "unavailable": unavailable, "coverage": coverage}
+    recipe_moe = {path: r.model.get("architecture") == "moe" for path, r in repo.recipes.items()
+                  if r.model.get("architecture") in ("moe", "dense")}
     with dbm.writing(db_path) as engine:
         for v in releases:
             write_facts(engine, facts_all[v])
-        recipe_moe = {path: r.model.get("architecture") == "moe" for path, r in repo.recipes.items()
-                      if r.model.get("architecture") in ("moe", "dense")}
         judges = {v: Judge(load_knowledge(engine, v, trees[v]), models, recipe_moe) for v in releases}
-        rows: list[dict[str, Any]] = []
-        written = 0
-        by_status: Counter[tuple[str, str]] = Counter()
-        dbm.replace_rows(engine, dbm.Verdict, [])  # start empty; rows are appended in batches
-        commands = []
-        for i, c in enumerate(combos, 1):
-            commands.append({"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])})
-        dbm.replace_rows(engine, dbm.Command, commands)
-
-        def flush() -> None:
-            nonlocal written
-            by_status.update((r["vllm_version"], r["status"]) for r in rows if r["judged"])
-            dbm.append_rows(engine, dbm.Verdict, rows)
-            written += len(rows)
-            rows.clear()
-        for command_id, c in enumerate(combos, 1):
-            if explicit:
-                targets = [(v, 1) for v in releases]
-                true_pin = _pin_in(c.vllm_pin, releases)
-            else:
-                pinned = pin_of.get(c.vllm_pin)
-                targets = [(pinned, 1)] if pinned in judges else []
-                true_pin = pinned
-            if not targets:
-                why = unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin)) or unavailable.get(c.vllm_pin) \
-                    or "not resolvable"
-                rows.append(_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", "unknown",
-                                 f"pinned release {c.vllm_pin!r} unavailable: {why}", "", [], 1,
-                                 pinned=1, command_id=command_id))
-                continue
-            decided = {}
-            row_at = {}
-            for v, judged in targets:
-                o = judges[v].judge(c)
-                decided[v] = o
-                row_at[v] = _row(c, v, o.status, o.reason, o.message, o.chain, judged, o.evidence,
-                                 pinned=int(v == true_pin), command_id=command_id)
-                rows.append(row_at[v])
-            # For blocked rows, the first scanned release (newer) where the combination is ok.
-            for v, o in list(decided.items()):
-                if o.status != "blocked":
-                    continue
-                for later in releases:
-                    if release_key(later) <= release_key(v):
-                        continue
-                    lo = decided.get(later) or judges[later].judge(c)
-                    if later not in decided:
-                        decided[later] = lo
-                        rows.append(_row(c, later, lo.status, lo.reason, lo.message, lo.chain, 0, lo.evidence,
-                                         pinned=int(later == true_pin), command_id=command_id))
-                    if lo.status == "ok":
-                        row_at[v]["works_from"] = later
-                        break
-            if len(rows) >= 20000:
-                flush()
-        flush()
+        # Local trees only: stay offline, and search works_from among them (as for model facts).
+        index = _index_or_none() if (versions or not explicit) else None
+        pool = ReleasePool(judges, models, recipe_moe, index=index, progress=progress)
+        written, by_status, book, judged = _judge_all(engine, combos, releases, explicit, pin_of,
+                                                      unavailable, pool, renderer(repo), say)
+        _plan_fixes(repo, pool, book, judged, explicit, pin_of, say)
+        dbm.replace_rows(engine, dbm.CauseRow, book.rows)
+        dbm.replace_rows(engine, dbm.RecipeFile, _recipe_hashes(repo))
         for v, judge in judges.items():  # the recipe models' drafts join v_draft
             dbm.append_rows(engine, dbm.DraftMapping,
                             [dict(r, vllm_version=v) for r in judge.drafts.values()])
-        fact_rows = []
-        for mid in sorted({c.model_id for c in combos}):
-            f = models.resolve(mid)
-            fact_rows.append({"model_id": mid, "status": f.status, "reason": f.reason or "",
-                              "architectures": json.dumps(list(f.architectures)), "model_type": f.model_type,
-                              "num_nextn_predict_layers": f.num_nextn_predict_layers,
-                              "num_experts": f.num_experts, "source": f.source or "",
-                              "provenance": f.provenance or "", "inferred": int(bool(f.inferred))})
-        dbm.replace_rows(engine, dbm.ModelFact, fact_rows)
+        dbm.replace_rows(engine, dbm.ModelFact, _model_fact_rows(models, combos))
+        summary["works_from_basis"] = "index" if pool.exhaustive else "scanned releases (index unreachable)"
 
     summary["verdicts"] = written
     summary["by_status"] = dict(by_status)
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     return summary
+
+
+def _judge_all(engine: Any, combos: list[Any], releases: list[str], explicit: bool,
+               pin_of: dict[str, str], unavailable: dict[str, str], pool: Any, render: Any,
+               say: Progress) -> tuple[int, Any, Any]:
+    """Judge every combination into the verdict table (batched); returns (rows, by status, causes)."""
+    import json
+    from collections import Counter
+
+    from compat.fix.context import Row as FixRow
+    from compat.verdict.batch import CauseBook, Sweep, later_than, unavailable_row
+
+    book = CauseBook()
+    sweep = Sweep(pool, render, book)
+    later = later_than(releases)
+    dbm.replace_rows(engine, dbm.Verdict, [])  # start empty; rows are appended in batches
+    dbm.replace_rows(engine, dbm.VerdictCause, [])
+    dbm.replace_rows(engine, dbm.Command, [
+        {"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])} for i, c in enumerate(combos, 1)])
+    rows: list[dict[str, Any]] = []
+    links: list[dict[str, int]] = []
+    by_status: Counter[tuple[str, str]] = Counter()
+    judged_rows: dict[str, list[Any]] = {}  # recipe -> fix.context.Row at the judged releases
+    written = 0
+
+    def flush() -> None:
+        nonlocal written
+        by_status.update((r["vllm_version"], r["status"]) for r in rows if r["judged"])
+        dbm.append_rows(engine, dbm.Verdict, rows)
+        dbm.append_rows(engine, dbm.VerdictCause, links)
+        written += len(rows)
+        rows.clear()
+        links.clear()
+
+    for command_id, c in enumerate(combos, 1):
+        if explicit:
+            true_pin = _pin_in(c.vllm_pin, releases)
+            targets = [(v, 1, int(v == true_pin)) for v in releases]
+        else:
+            pinned = pin_of.get(c.vllm_pin)
+            targets = [(pinned, 1, 1)] if pinned in pool.judges else []
+        if not targets:
+            why = unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin)) or unavailable.get(c.vllm_pin) \
+                or "not resolvable"
+            rows.append(dict(unavailable_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", why, command_id),
+                             id=written + len(rows) + 1))
+            continue
+        for judged in sweep.judge(c, targets, command_id, later):
+            row_id = written + len(rows) + 1
+            rows.append(dict(judged.row, id=row_id))
+            links += [{"verdict_id": row_id, "cause_id": i} for i in dict.fromkeys(judged.cause_ids)]
+            if judged.row["judged"]:
+                judged_rows.setdefault(c.recipe, []).append(
+                    FixRow(c, judged.row["vllm_version"], judged.outcome, tuple(judged.cause_ids),
+                           judged.cause_keys))
+        if command_id % 2000 == 0:
+            say(f"judged {command_id} of {len(combos)} combinations")
+        if len(rows) >= 20000:
+            flush()
+    flush()
+    return written, by_status, book, judged_rows
+
+
+def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], explicit: bool,
+                pin_of: dict[str, str], say: Progress) -> None:
+    """The fix stage: a planned (and re-judged) fix, or the reason there is none, per cause."""
+    from compat.fix.context import Case, Context
+    from compat.fix.edits import dumps
+    from compat.fix.locate import cause_path, line_of
+    from compat.fix.plan import plan_all
+
+    def resolve(pin: str) -> str | None:
+        return pin_of.get(pin) or _pin_in(pin, pool.releases)
+
+    by_recipe: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in book.rows:
+        by_recipe.setdefault(row["recipe"], {})[row["id"]] = row
+    cases = [Case(path, repo.recipes[path], rows, by_recipe.get(path, {}), pinned=not explicit)
+             for path, rows in judged.items() if path in repo.recipes
+             and any(r.blocked for r in rows)]
+    planned = plan_all(cases, Context(repo, pool, resolve), say)
+    texts: dict[str, str] = {}
+    for row in book.rows:
+        text = texts.setdefault(row["recipe"], (repo.root / row["recipe"]).read_text(encoding="utf-8"))
+        path = cause_path(row)
+        row.update(field=".".join(path), line=line_of(text, path))
+        p = planned.get(row["id"])
+        if p is not None:
+            row.update(fix_kind=p.kind, fix=p.summary, fix_why=p.why, fix_edits=dumps(p.edits),
+                       works_from=p.works_from)
+
+
+def _index_or_none() -> list[str] | None:
+    """Releases on the package index, or None offline (works_from then spans scanned releases)."""
+    from compat.errors import UserError
+    from compat.sources.pypi import versions_on_index
+
+    try:
+        return versions_on_index()
+    except UserError:
+        return None
+
+
+def _recipe_hashes(repo: Any) -> list[dict[str, str]]:
+    import hashlib
+
+    return [{"path": path, "sha256": hashlib.sha256((repo.root / path).read_bytes()).hexdigest()}
+            for path in repo.recipes]
+
+
+def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
+    import json
+
+    out = []
+    for mid in sorted({c.model_id for c in combos}):
+        f = models.resolve(mid)
+        out.append({"model_id": mid, "status": f.status, "reason": f.reason or "",
+                    "architectures": json.dumps(list(f.architectures)), "model_type": f.model_type,
+                    "num_nextn_predict_layers": f.num_nextn_predict_layers,
+                    "num_experts": f.num_experts, "source": f.source or "",
+                    "provenance": f.provenance or "", "inferred": int(bool(f.inferred))})
+    return out
 
 
 def _newest_tree(trees: dict[str, Any], say: Progress) -> list[Any]:
@@ -232,18 +300,3 @@ def _pin_in(pin: str, releases: list[str]) -> str | None:
         return pin
     cands = [v for v in releases if v.startswith(pin.rstrip(".") + ".")]
     return cands[0] if cands else None
-
-
-def _row(c: Any, version: str, status: str, reason: str, message: str, chain: list[str],
-         judged: int, evidence: list[str] | None = None, *, pinned: int = 0,
-         command_id: int | None = None) -> dict[str, Any]:
-    import json
-
-    return {
-        "vllm_version": version, "platform": c.platform, "hardware": c.hardware, "recipe": c.recipe,
-        "model_id": c.model_id, "variant": c.variant, "strategy": c.strategy, "feature": c.feature,
-        "mode": c.mode, "status": status, "message": message, "reason": reason,
-        "evidence": "; ".join(e for e in (evidence or []) if e), "gated": int(c.gated),
-        "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": command_id,
-        "chain": json.dumps(chain),
-    }

@@ -139,21 +139,27 @@ def build(
 @app.command()
 def check(
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text, github or json.")] = "text",
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")] = False,
 ) -> None:
     """Exit 1 when a combination the site can synthesize is blocked and not gated.
 
-    Example: compat check --db compat.db --format json
+    One line per (recipe, cause, fix); --format github writes workflow annotations at the
+    recipe line of each cause; --format json keeps everything.
+
+    Example: compat check --db compat.db --format github
     """
     from compat import report
 
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
+    if format not in ("text", "github", "json"):
+        raise UserError(f"unknown format {format!r} (text, github, json)", where="--format")
     findings = report.findings(db)
     if format == "json":
         sys.stdout.write(json.dumps(findings, indent=1) + "\n")
+    elif format == "github":
+        sys.stdout.write(report.render_github(findings))
     else:
-        sys.stdout.write(report.render_text(findings))
+        sys.stdout.write(report.render_text(findings, verbose))
     if findings["blocked"]:
         raise typer.Exit(1)
 
@@ -180,30 +186,61 @@ def overrides(
     db: DbOpt = Path("compat.db"),
     recipes: Annotated[Path | None, typer.Option("--recipes", metavar="DIR", help="Recipes checkout (effective strategies, existing gates).")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", metavar="PATH", help="Write the YAML here instead of stdout.")] = None,
-    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write the honoured gates into this recipes checkout.")] = None,
+    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write every planned fix into this recipes checkout (as `compat fix --apply`).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing.")] = False,
     gate_mode_conflicts: Annotated[bool, typer.Option("--gate-mode-conflicts", metavar="", help="Gate a whole feature when only some modes are blocked.")] = False,
 ) -> None:
-    """strategy_overrides YAML from the verdicts; --apply edits recipe files round-trip.
+    """strategy_overrides YAML from the verdicts; --apply writes the planned fixes round-trip.
 
     Example: compat overrides --db compat.db --recipes ../recipes --apply ../recipes --dry-run
     """
-    from compat.emit.overrides import apply_overrides, generate_overrides, render_yaml
-
-    doc = generate_overrides(db, recipes or apply, gate_mode_conflicts=gate_mode_conflicts)
     if apply is not None:
-        res = apply_overrides(doc, apply, dry_run=dry_run)
-        for path in sorted(res.diffs):
-            sys.stdout.write(res.diffs[path])
-        for path, why in res.skipped:
-            err.print(f"skipped {path}: {why}", markup=False)
-        err.print(f"{'would change' if dry_run else 'changed'} {len(res.changed_files)} recipe files", markup=False)
+        _apply_fixes(db, apply, dry_run, ())
         return
-    text = render_yaml(doc)
+    from compat.emit.overrides import generate_overrides, render_yaml
+
+    text = render_yaml(generate_overrides(db, recipes, gate_mode_conflicts=gate_mode_conflicts))
     if output:
         output.write_text(text)
     else:
         sys.stdout.write(text)
+
+
+@app.command()
+def fix(
+    db: DbOpt = Path("compat.db"),
+    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write the fixes into this recipes checkout.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing.")] = False,
+    only: Annotated[list[str] | None, typer.Option("--only", metavar="KIND", help="Only these fix kinds (gate, mode_variants, pin_bump, spelling; repeatable).")] = None,
+) -> None:
+    """The fix planned for each cause (re-judged at build time); --apply writes them round-trip.
+
+    Example: compat fix --db compat.db --apply ../recipes --dry-run
+    """
+    from compat.fix import KINDS
+
+    bad = [k for k in only or [] if k not in KINDS]
+    if bad:
+        raise UserError(f"unknown fix kind {bad[0]!r} ({', '.join(KINDS)})", where="--only")
+    if apply is not None:
+        _apply_fixes(db, apply, dry_run, tuple(only or ()))
+        return
+    from compat.fix.writer import planned_fixes
+
+    for recipe, fixes in planned_fixes(db, tuple(only or ())).items():
+        for kind, summary, edits in fixes:
+            out.print(f"{recipe}: {kind}: {summary}", markup=False)
+            for e in edits:
+                out.print(f"    {e.where} = {e.value!r}", markup=False)
+
+
+def _apply_fixes(db: Path, root: Path, dry_run: bool, only: tuple[str, ...]) -> None:
+    from compat.fix.writer import apply_fixes
+
+    res = apply_fixes(db, root, dry_run=dry_run, only=only)
+    for path in sorted(res.diffs):
+        sys.stdout.write(res.diffs[path])
+    err.print(f"{'would change' if dry_run else 'changed'} {len(res.changed_files)} recipe files", markup=False)
 
 
 @app.command()

@@ -224,14 +224,55 @@ class Verdict(SQLModel, table=True):
     gated: int = 0
     pinned: int = 0  # 1 when vllm_version is the release the recipe pins
     judged: int = 0  # 1 at the releases the build judges (the pin, or every explicit --vllm)
-    works_from: str = ""  # first scanned release where this combination is ok
+    works_from: str = ""  # first release on the index where this combination starts (bisection)
     argv: str = ""  # JSON [[role, [arg, ...]], ...]; '' when stored once in `command`
     command_id: int | None = None  # -> command.id: the argv, shared by every release judged
     chain: str = "[]"  # JSON list of reason steps
+    cause_kind: str = ""  # kind of the primary cause (compat.verdict.cause), '' when ok
+    cause: str = ""  # its label
+    cause_id: int | None = None  # -> cause.id
+
+
+class CauseRow(SQLModel, table=True):
+    """One cause per (recipe, cause key): the element whose args make commands fail, and its fix."""
+
+    __tablename__ = "cause"
+    id: int | None = Field(default=None, primary_key=True)
+    recipe: str = Field(index=True)
+    kind: str  # feature | pin | variant | hardware | strategy | base_args | recipe | omni | fact
+    element: str = ""
+    mode: str = ""
+    carrier: str = ""
+    label: str = ""
+    finding: str = ""  # the decisive finding it explains (first met)
+    field: str = ""  # recipe YAML path the fix or annotation points at
+    line: int = 0  # its line in the recipe file (1-based; 0 = unknown)
+    works_from: str = ""  # first release on the index where every command it blocks starts
+    fix_kind: str = ""  # gate | mode_variants | pin_bump | spelling | none ('' = not planned)
+    fix: str = ""  # one line: what the fix does
+    fix_why: str = ""  # why there is no automatic fix, or what re-judging found
+    fix_edits: str = "[]"  # JSON list of edits (compat.fix.edits)
+
+
+class VerdictCause(SQLModel, table=True):
+    """Every cause of a verdict row (a row can fail for more than one reason)."""
+
+    __tablename__ = "verdict_cause"
+    verdict_id: int = Field(primary_key=True)
+    cause_id: int = Field(primary_key=True, index=True)
+
+
+class RecipeFile(SQLModel, table=True):
+    """Recipe files as the build read them, so an apply can refuse a file changed since."""
+
+    __tablename__ = "recipe_file"
+    path: str = Field(primary_key=True)
+    sha256: str
 
 
 TABLES = [Release, ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
-          RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact, ModelFact, Command, Verdict]
+          RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact, ModelFact, Command, Verdict,
+          CauseRow, VerdictCause, RecipeFile]
 RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
                   RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact]
 

@@ -32,9 +32,28 @@ FROM parser_name;
 
 DROP VIEW IF EXISTS v_verdict;
 CREATE VIEW v_verdict AS
-SELECT vllm_version, platform, hardware, recipe, model_id, variant, strategy,
-       feature, mode, status, message, reason, evidence
-FROM verdict;
+SELECT v.vllm_version, v.platform, v.hardware, v.recipe, v.model_id, v.variant, v.strategy,
+       v.feature, v.mode, v.status, v.message, v.reason, v.evidence,
+       v.cause_kind, v.cause, v.works_from, c.fix_kind, c.fix
+FROM verdict v LEFT JOIN cause c ON c.id = v.cause_id;
+
+-- One row per (recipe, cause): what fails, the fix, and the combinations it blocks
+-- (ungated rows at the judged releases; a row failing for two causes counts under both).
+DROP VIEW IF EXISTS v_cause;
+CREATE VIEW v_cause AS
+SELECT c.recipe, c.kind AS cause_kind, c.label AS cause, c.element, c.mode, c.field, c.line,
+       c.finding, c.fix_kind, c.fix, c.fix_why,
+       COUNT(v.id) AS rows,
+       SUM(v.status = 'blocked') AS blocked,
+       COUNT(DISTINCT v.strategy) AS strategies,
+       COUNT(DISTINCT v.variant) AS variants,
+       COUNT(DISTINCT v.hardware) AS hardware,
+       GROUP_CONCAT(DISTINCT v.vllm_version) AS releases,
+       c.works_from
+FROM cause c
+JOIN verdict_cause vc ON vc.cause_id = c.id
+JOIN verdict v ON v.id = vc.verdict_id AND v.judged = 1 AND v.gated = 0
+GROUP BY c.id;
 
 DROP VIEW IF EXISTS v_finding;
 CREATE VIEW v_finding AS

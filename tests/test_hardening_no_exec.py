@@ -124,16 +124,28 @@ def test_overrides_apply_does_not_construct_python_tags(tmp_path):
     shutil.copytree(MINIMAL, target)
     marker = tmp_path / "PWNED"
     rel = "models/acme/Widget.yaml"
+    # A planned fix for this file, so the apply path has to read it (the fix stage plans none
+    # for this fixture: every failure here is one no recipe edit can fix without taking
+    # away a command that works).
+    import sqlite3
+
+    from compat.fix.edits import Edit, dumps
+
+    con = sqlite3.connect(db)
+    edit = Edit("set", ("features", "spec_decoding", "strategies"), ["single_node_tp"], after="description")
+    con.execute("UPDATE cause SET fix_kind = 'gate', fix = 'test', fix_edits = ? WHERE recipe = ?",
+                (dumps([edit]), rel))
+    con.commit()
+    con.close()
     # Control: the untouched copy is edited (so the apply path really reads this file).
     code, err = _cli(["overrides", "--db", str(db), "--recipes", str(MINIMAL), "--apply", str(target),
-                      "--gate-mode-conflicts", "--dry-run"])
+                      "--dry-run"])
     assert code == 0 and "would change 1 recipe files" in err, err
     for tag in ("apply_os_system", "apply_exec", "new_os_system"):
         shutil.copy(MINIMAL / rel, target / rel)
         _poison(target, rel, tag, marker)
         before = (target / rel).read_bytes()
-        code, err = _cli(["overrides", "--db", str(db), "--recipes", str(MINIMAL), "--apply", str(target),
-                          "--gate-mode-conflicts"])
+        code, err = _cli(["overrides", "--db", str(db), "--recipes", str(MINIMAL), "--apply", str(target)])
         assert not marker.exists()
         assert code == 2, err
         lines = _error_lines(err)

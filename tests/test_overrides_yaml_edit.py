@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compat.emit.yaml_edit import (
+from compat.fix.yaml_edit import (
     AllowlistEdit,
     EditError,
     Indent,

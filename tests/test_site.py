@@ -29,6 +29,8 @@ MODEL_PY = "https://github.com/vllm-project/vllm/blob/v0.23.0/vllm/config/model.
 SPEC_PY = "https://github.com/vllm-project/vllm/blob/v0.23.0/vllm/config/speculative.py#L955"
 V_VERDICT = ["vllm_version", "platform", "hardware", "recipe", "model_id", "variant", "strategy",
              "feature", "mode", "status", "message", "reason", "evidence"]
+# Appended after the contract's columns (DESIGN.md: add only at the end): cause and fix.
+V_VERDICT_APPENDED = ["cause_kind", "cause", "works_from", "fix_kind", "fix"]
 V_ARCH = ["vllm_version", "platform", "arch", "class_path", "file", "line", "supports_pp",
           "supports_lora", "supports_multimodal", "supports_encoder_tp_data", "is_hybrid",
           "has_inner_state", "is_attention_free", "supports_transcription", "is_pooling_model",
@@ -217,7 +219,7 @@ def test_no_machine_paths(out, built):
 def test_verdicts_json_is_v_verdict_plus_flags(out, built):
     data = json.loads(read(out / "verdicts.json"))
     assert len(data) == len(fixture_db.rows())
-    assert list(data[0]) == V_VERDICT + ["gated", "pinned", "works_from"]
+    assert list(data[0]) == V_VERDICT + V_VERDICT_APPENDED + ["gated", "pinned"]
     glm = [d for d in data if d["recipe"] == "models/zai-org/GLM-5.2.yaml" and d["mode"] == "mtp"
            and d["strategy"] == "multi_node_tp_pp" and d["vllm_version"] == "0.23.0"]
     assert glm and all(d["status"] == "blocked" and d["works_from"] == "0.33.0" and d["pinned"] == 1
@@ -242,7 +244,7 @@ def test_datasette_metadata(out):
     con.close()
     for name in names:
         assert tables[name]["description"], name
-    assert list(tables["v_verdict"]["columns"]) == V_VERDICT
+    assert list(tables["v_verdict"]["columns"]) == V_VERDICT + V_VERDICT_APPENDED
     assert all(tables["v_verdict"]["columns"].values())
     assert list(tables["v_finding"]["columns"]) == V_VERDICT + ["gated", "pinned", "works_from"]
     assert list(tables["v_arch_capability"]["columns"]) == V_ARCH

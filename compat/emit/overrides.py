@@ -36,7 +36,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from compat.emit.yaml_edit import AllowlistEdit, EditError, edit_allowlists, load_data
+from compat.fix.yaml_edit import AllowlistEdit, EditError, edit_allowlists, load_data
 from compat.errors import UserError
 from compat.recipes.offering import effective_compatible_strategies
 from compat.recipes.repo import Recipe

@@ -692,7 +692,10 @@ def _write_export(con: sqlite3.Connection, path: Path) -> None:
     view = _columns(con, "v_verdict") or [c for c in VERDICT_COLUMNS[1:14]]
     cols = view + [c for c in EXPORT_EXTRA if c not in view]
     con.row_factory = None
-    cur = con.execute(f"SELECT {', '.join(cols)} FROM verdict ORDER BY id")
+    has_cause = bool(_columns(con, "cause"))
+    exprs = [f"c.{c}" if c in ("fix_kind", "fix") and has_cause else f"v.{c}" for c in cols]
+    join = " LEFT JOIN cause c ON c.id = v.cause_id" if has_cause else ""
+    cur = con.execute(f"SELECT {', '.join(exprs)} FROM verdict v{join} ORDER BY v.id")
     data = [dict(zip(cols, r, strict=True)) for r in cur]
     path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n",
                     encoding="utf-8")
@@ -742,6 +745,14 @@ DESCRIPTIONS = {
     "v_parser": "Tool-call and reasoning parser names per release.",
     "v_verdict": "Every verdict: can this recipe, variant, strategy and feature mode start on "
                  "this vLLM release?",
+    "v_cause": "One row per (recipe, cause): the recipe element whose arguments make commands "
+               "fail, where it is in the file, how many commands it blocks, the first release "
+               "where they start, and the fix planned for it (or why there is none).",
+    "cause": "Causes found by judging each non-ok combination again with one recipe element "
+             "removed, with the fix the fix stage planned and re-judged (edits as JSON).",
+    "verdict_cause": "Which causes each verdict row has (a row can fail for more than one).",
+    "recipe_file": "sha256 of each recipe file as the build read it; an apply refuses a file "
+                   "changed since.",
     "v_finding": "The verdicts that are not ok, with whether the recipe gates them, whether the "
                  "release is the one the recipe pins, and the first release where they work.",
 }
@@ -762,7 +773,14 @@ VERDICT_COLUMN_DOCS = {
     "evidence": "file:line in the vLLM source of that release; several separated by '; '.",
     "gated": "1 when the recipe already keeps this combination from being offered.",
     "pinned": "1 when vllm_version is the release the recipe pins.",
-    "works_from": "First scanned release where this combination is ok; empty if none.",
+    "works_from": "First release on the package index where this combination starts (found by "
+                  "bisection); empty if none.",
+    "cause_kind": "What makes it fail, as a recipe element: feature, pin (a later release accepts "
+                  "it), variant, hardware, strategy, base_args, recipe, omni or fact (a missing fact).",
+    "cause": "The culprit, e.g. spec_decoding:mtp or model.base_args (see v_cause).",
+    "fix_kind": "The fix the fix stage planned and re-judged: gate, mode_variants, pin_bump, "
+                "spelling, or none.",
+    "fix": "What the fix does, in one line (`compat fix --apply DIR` writes it).",
 }
 CAPABILITY_COLUMN_DOCS = {
     "vllm_version": "vLLM release.",

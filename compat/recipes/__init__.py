@@ -10,6 +10,7 @@ from compat.recipes.enumerate import (
     Combination,
     Enumeration,
     enumerate_combinations,
+    enumerate_recipe,
     enumerate_repo,
 )
 from compat.recipes.loader import load_repo
@@ -23,6 +24,7 @@ __all__ = [
     "RecipesRepo",
     "ServeArgs",
     "enumerate_combinations",
+    "enumerate_recipe",
     "enumerate_repo",
     "load_repo",
     "parse_serve_args",

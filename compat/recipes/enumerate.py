@@ -73,6 +73,12 @@ class Combination:
     problems: tuple[str, ...]  # per-combination problems (bad args, malformed JSON, ...)
     profiles: tuple[str, ...] = ()  # the offered profiles this row stands for
     nodes: int = 1  # nodes rendered (per role for pd_cluster)
+    # How the row was rendered, so a cause can be found by rendering it again without one
+    # element (compat.verdict.cause): the features on, in emission order; the mode picks;
+    # and the recipe elements that contributed args (synthesis.element_of).
+    features: tuple[str, ...] = ()
+    picks: tuple[tuple[str, str], ...] = ()  # (feature, mode) of every modal feature on
+    sources: tuple[str, ...] = ()
 
 
 @dataclass
@@ -105,6 +111,9 @@ class _Rendered:
     docker_pin: str | None
     problems: tuple[str, ...]
     nodes: int
+    features: tuple[str, ...] = ()
+    picks: tuple[tuple[str, str], ...] = ()
+    sources: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1 << 16)
@@ -184,6 +193,9 @@ def _rows_from_groups(
                 problems=tuple(dict.fromkeys(loaded + (shared if collapse else r.problems))),
                 profiles=tuple(x.profile for x in rendered) if collapse else (r.profile,),
                 nodes=r.nodes,
+                features=r.features,
+                picks=r.picks,
+                sources=r.sources,
             )
 
 
@@ -234,7 +246,8 @@ def _enumerate_recipe(
                     )
                     key = (strategy.name, feature, mode, platform, gated)
                     groups.setdefault(key, []).append(
-                        _Rendered(profile.id, result.argvs, pin, problems, result.node_count)
+                        _Rendered(profile.id, result.argvs, pin, problems, result.node_count,
+                                  tuple(enabled), result.modes, result.sources)
                     )
         yield from _rows_from_groups(
             recipe, variant_key, variant, groups, recipe.is_omni, recipe_problems
@@ -256,6 +269,16 @@ def enumerate_repo(
             _enumerate_recipe(repo, recipe, requirements, skipped, by_recipe.get(recipe.path, []))
         )
     return Enumeration(combinations=rows, skipped=skipped)
+
+
+def enumerate_recipe(
+    repo: RecipesRepo, recipe: Recipe, requirements: StrategyRequirements | None = None
+) -> list[Combination]:
+    """The combinations of one recipe (e.g. an edited copy being judged again)."""
+    problems = [p for p in repo.problems if p.recipe == recipe.path]
+    return list(
+        _enumerate_recipe(repo, recipe, requirements or default_requirements(), Counter(), problems)
+    )
 
 
 def enumerate_combinations(repo: RecipesRepo) -> list[Combination]:

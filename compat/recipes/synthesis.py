@@ -55,6 +55,31 @@ class Synthesized:
     argvs: Argvs  # (role, argv); role '' unless pd_cluster
     problems: tuple[Problem, ...]
     node_count: int
+    sources: tuple[str, ...] = ()  # recipe elements (see `element_of`) that contributed args
+    modes: tuple[tuple[str, str], ...] = ()  # (feature, mode) each enabled modal feature rendered in
+
+
+#: The strategy file's own args and parallel flags, as one omittable element.
+STRATEGY = "strategy"
+
+
+def element_of(field: str, source: str | None = None) -> str:
+    """The recipe element an args field belongs to, the unit a cause names and `omit` removes.
+
+    `model.base_args`; `variants.<v>` (its extra_args); `features.<f>` (args of the feature
+    and its modes); `strategy` (the strategy file); `strategy_overrides.<s>`; and hardware
+    overrides, which are their own elements wherever they sit (`hardware_overrides.<key>`,
+    `variants.<v>.hardware_overrides.<key>`, `strategy_overrides.<s>[.<role>].hardware_overrides.<key>`).
+    """
+    if source is not None:
+        return STRATEGY
+    parts = field.split(".")
+    if "hardware_overrides" in parts and parts[0] != "features":
+        i = parts.index("hardware_overrides")
+        return ".".join(parts[: i + 2])
+    if parts[0] in ("variants", "features", "strategy_overrides"):
+        return ".".join(parts[:2])
+    return field
 
 
 def dedupe_args(args: Iterable[str]) -> list[str]:
@@ -144,8 +169,10 @@ class Synthesizer:
         profile: HardwareProfile,
         nodes: int | None = None,
         requirements: StrategyRequirements | None = None,
+        omit: frozenset[str] = frozenset(),
     ) -> None:
         self.recipe = recipe
+        self.omit = omit  # elements (see `element_of`) rendered as if absent, to find a cause
         self.variant_key = variant_key
         self.variant = recipe.variants.get(variant_key) or recipe.variants.get("default") or {}
         self.strategy = strategy
@@ -154,14 +181,19 @@ class Synthesizer:
         self.overrides = as_mapping(recipe.section("strategy_overrides").get(strategy.name))
         self.nodes = nodes if nodes is not None else default_node_count(recipe, strategy, profile)
         self.model = served_model(recipe, variant_key)
+        if f"variants.{variant_key}" in omit:  # the variant removed: its model id goes too
+            self.model = recipe.model_id
         self.problems: list[Problem] = []
+        self.sources: list[str] = []
         self._argvs: dict[tuple[str, ...], Argvs] = {}  # feature tail -> rendered argvs
         self._features: dict[
-            tuple[str, str | None, bool], tuple[tuple[str, ...], tuple[Problem, ...]]
+            tuple[str, str | None, bool],
+            tuple[tuple[str, ...], tuple[Problem, ...], tuple[str, ...]],
         ] = {}
         roles = PD_ROLES if strategy.deploy_type == "pd_cluster" else ("",)
         self._prefix = {role: self.prefix(role) for role in roles}
         self._prefix_problems = tuple(self.problems)
+        self._prefix_sources = tuple(self.sources)
 
     def render(
         self,
@@ -175,11 +207,18 @@ class Synthesizer:
         where their `strategies` allowlist excludes the strategy.
         """
         self.problems = list(self._prefix_problems)
+        self.sources = list(self._prefix_sources)
         picks = modes or {}
         allowed = frozenset(ungated)
         tail: list[str] = []
+        used: list[tuple[str, str]] = []
         for key in features:
             tail += self.feature_args(key, picks.get(key), key in allowed)
+            feature = self.recipe.features.get(key)
+            if feature_modes(feature) is not None:
+                mode = resolve_mode(feature, key, self.variant, self.variant_key, self.profile, picks.get(key))
+                if mode is not None:
+                    used.append((key, mode))
         tail_key = tuple(tail)
         argvs = self._argvs.get(tail_key)
         if argvs is None:
@@ -188,12 +227,18 @@ class Synthesizer:
                 for role, prefix in self._prefix.items()
             )
             self._argvs[tail_key] = argvs
-        return Synthesized(argvs, tuple(dict.fromkeys(self.problems)), self.nodes)
+        return Synthesized(argvs, tuple(dict.fromkeys(self.problems)), self.nodes,
+                           tuple(dict.fromkeys(self.sources)), tuple(used))
 
     def take(self, value: Any, field: str, source: str | None = None) -> tuple[str, ...]:
         """Read an args list; `source` names the file when it is not the recipe."""
+        element = element_of(field, source)
+        if element in self.omit:
+            return ()
         args, problems = arg_list(value, source or self.recipe.path, field)
         self.problems.extend(problems)
+        if args:
+            self.sources.append(element)
         return args
 
     # --- step 3: parallel flags -------------------------------------------------------
@@ -296,7 +341,11 @@ class Synthesizer:
         elif role:
             role_args = as_mapping(strategy.data.get(role)).get("vllm_args")
             args += self.take(role_args, f"{role}.vllm_args", strategy.path)
-        args += self.parallel_flags(role, self.nodes)
+        if STRATEGY not in self.omit:
+            flags = self.parallel_flags(role, self.nodes)
+            args += flags
+            if flags:
+                self.sources.append(STRATEGY)
         # 4. strategy overrides
         scope = as_mapping(self.overrides.get(role)) if role else self.overrides
         prefix = f"{so}.{role}" if role else so
@@ -335,11 +384,13 @@ class Synthesizer:
         memo_key = (key, selected, ungated)
         hit = self._features.get(memo_key)
         if hit is None:
-            before = len(self.problems)
+            before, before_sources = len(self.problems), len(self.sources)
             args = self._feature_args(key, selected, ungated)
-            self._features[memo_key] = (args, tuple(self.problems[before:]))
+            self._features[memo_key] = (args, tuple(self.problems[before:]),
+                                        tuple(self.sources[before_sources:]))
             return args
         self.problems.extend(hit[1])
+        self.sources.extend(hit[2])
         return hit[0]
 
     def _feature_args(self, key: str, selected: str | None, ungated: bool) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ check that lacks a fact says `unknown` with the reason, never `ok`.
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,14 @@ class Finding:
     message: str = ""
     evidence: list[str] = field(default_factory=list)
     stage: str = "config"  # config: rejected while building the config; startup: at model load / engine start
+    key: str = ""  # what failed, the same at every release ('flag:--nnodes', 'target_pp'); '' = the step
+
+
+def finding_key(f: Finding, version: str) -> str:
+    """A finding's identity across releases: its key, else its step without release-specific text."""
+    if f.key:
+        return f.key
+    return re.sub(r"\.py:\d+", ".py", f.step.replace(version, "<release>"))
 
 
 @dataclass
@@ -41,8 +50,11 @@ class Outcome:
     chain: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     config_status: str = "ok"  # the verdict counting only config-time checks (what golden data covers)
+    version: str = ""
+    keys: list[tuple[str, str]] = field(default_factory=list)  # (status, finding_key) per chain step
 
     def add(self, f: Finding) -> None:
+        self.keys.append((f.status, finding_key(f, self.version)))
         if f.stage == "config" and status_rank(f.status) > status_rank(self.config_status):
             self.config_status = f.status
         self.chain.append(f"[{f.status}] {f.step}")
@@ -68,6 +80,16 @@ def _parse(argv: tuple[str, ...]) -> ServeArgs:
     return parse_serve_args(list(argv))
 
 
+def known_flag(k: Knowledge, t: Any) -> dict[str, Any] | None:
+    """The release's flag row a token matches the way vLLM's parser matches it; None: no such flag.
+
+    (`--no-x` matches only where the release defines it; the engine decides the boolean
+    fallback separately.) The spelling fixer uses this same predicate.
+    """
+    flag = "--no-" + t.flag[2:] if t.negated else t.flag
+    return k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
+
+
 def _cls_ev(cap: dict[str, Any] | None) -> str:
     return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
 
@@ -89,7 +111,7 @@ class Judge:
 
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
-        out = Outcome()
+        out = Outcome(version=self.k.version)
         k = self.k
         if c.omni:
             out.add(Finding("unknown", "served by vLLM-Omni (meta.tasks has omni), a separate package "
@@ -118,10 +140,7 @@ class Judge:
             return [Finding("unknown", f"{prefix}CLI flags of vLLM {k.version} could not be extracted")]
         out = []
         for t in args.tokens:
-            flag = t.flag
-            if t.negated:
-                flag = "--no-" + flag[2:]
-            row = k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
+            row = known_flag(k, t)
             if row is None and t.negated and t.flag in k.flags:
                 # `--no-x` exists only for boolean fields; our type extraction may be wrong.
                 if k.flags[t.flag]["value_type"] in ("bool", "bool_or_str"):
@@ -135,12 +154,12 @@ class Judge:
                 out.append(Finding(
                     "blocked", f"{prefix}argument {t.raw!r} is a single argv item containing a space; "
                     "argparse treats it as a positional, not an option (split it into two items)",
-                    f"vllm serve: error: unrecognized arguments: {t.raw}"))
+                    f"vllm serve: error: unrecognized arguments: {t.raw}", key=f"{prefix}argv-space:{t.raw}"))
                 continue
             if row is None:
                 out.append(Finding(
                     "blocked", f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
-                    f"vllm serve: error: unrecognized arguments: {t.raw}"))
+                    f"vllm serve: error: unrecognized arguments: {t.raw}", key=f"{prefix}flag:{t.flag}"))
                 continue
             if t.subkey:
                 keys = k.subkeys.get(row["canonical"])
@@ -149,7 +168,8 @@ class Judge:
                     out.append(Finding(
                         "blocked", f"{prefix}{t.raw}: {top!r} is not a field of the config behind "
                         f"{row['canonical']} in vLLM {k.version}",
-                        f"{top}: Extra inputs are not permitted", [f"{row['file']}:{row['line']}"]))
+                        f"{top}: Extra inputs are not permitted", [f"{row['file']}:{row['line']}"],
+                        key=f"{prefix}subkey:{row['canonical']}.{top}"))
         if args.speculative_config_error:
             out.append(Finding("blocked", f"{prefix}--speculative-config is not valid JSON: "
                                f"{args.speculative_config_error}", args.speculative_config_error))
@@ -175,7 +195,8 @@ class Judge:
                 out.append(Finding("unknown", f"{prefix}{kind} parsers of vLLM {k.version} unknown"))
             elif name not in names:
                 out.append(Finding("blocked", f"{prefix}{flag} {name} is not registered in vLLM {k.version} "
-                                   f"(a --{kind}-parser-plugin could add it)", msg))
+                                   f"(a --{kind}-parser-plugin could add it)", msg,
+                                   key=f"{prefix}parser:{kind}:{name}"))
         return out
 
     # -- model, parallelism, speculative decoding ---------------------------------
@@ -200,7 +221,8 @@ class Judge:
             elif not cap["supports_pp"]:
                 out.append(Finding("blocked", f"{prefix}--pipeline-parallel-size {pp}: target {arch} -> "
                                    f"{cap['class_path']} does not support PP in vLLM {k.version}", PP_MSG,
-                                   [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")]))
+                                   [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")],
+                                   key=f"{prefix}target_pp"))
             else:
                 out.append(Finding("ok", f"{prefix}target {arch} -> {cap['class_path']} supports PP"))
         if facts.is_moe is None and c.recipe in self.recipe_moe:
@@ -212,7 +234,8 @@ class Judge:
                                    f"{c.model_id} unknown"))
             elif not facts.is_moe:
                 out.append(Finding("blocked", f"{prefix}--enable-expert-parallel on {c.model_id}, which has no "
-                                   f"experts ({src})", EP_MSG, [k.raise_at("Number of experts in the model")]))
+                                   f"experts ({src})", EP_MSG, [k.raise_at("Number of experts in the model")],
+                                   key=f"{prefix}ep_moe"))
         meta: dict[str, Any] = {}
         if args.speculative_config is not None:
             key = (c.platform, c.model_id, arch, json.dumps(args.speculative_config, sort_keys=True), pp)
@@ -220,12 +243,14 @@ class Judge:
                 self._meta = {}
                 self._spec_cache[key] = (self._spec(c.platform, args, facts, cap), self._meta)
             spec_findings, meta = self._spec_cache[key]
-            out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in spec_findings]
+            out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage,
+                            prefix + f.key if f.key else "") for f in spec_findings]
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
         for status, rule, row in gates.apply(k, ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
                                rule.message, [f"{row['file']}:{row['line']}" if row.get("file") else ""],
-                               "startup" if rule.effect == "startup_error" else "config"))
+                               "startup" if rule.effect == "startup_error" else "config",
+                               key=f"{prefix}gate:{rule.id}"))
         if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") and not cap.get("supports_encoder_tp_data"):
             out.append(Finding("warning", f"{prefix}{arch} does not support --mm-encoder-tp-mode data; vLLM "
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
@@ -294,7 +319,7 @@ class Judge:
         if method not in k.methods:
             return [Finding("blocked", f"speculative method {method!r} is not accepted by vLLM {k.version}",
                             f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; "
-                            f"got {method!r}")]
+                            f"got {method!r}", key=f"spec_method:{method}")]
         canonical = k.methods[method]
         pc = k.draft_pc.get(canonical)
         pp = args.pipeline_parallel_size
@@ -379,7 +404,8 @@ class Judge:
                 f"{step}: {how}; draft class {dcap['class_path']} lacks PP support, and "
                 f"create_draft_parallel_config copies pipeline_parallel_size={pp} from the target ({pc_ev}); "
                 f"the draft's verify_with_parallel_config raises",
-                PP_MSG, [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")])]
+                PP_MSG, [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")],
+                key=f"draft_pp:{canonical}")]
         # Unknown draft checkpoint: decide only if every class the method can produce agrees.
         prefix = {"eagle": "Eagle", "eagle3": "Eagle3", "dflash": "DFlash"}.get(canonical)
         if prefix:
@@ -389,5 +415,6 @@ class Judge:
                 return [Finding("blocked", f"{step}: draft checkpoint {model!r} unresolved, but none of the "
                                 f"{len(cands)} {prefix}* draft classes of vLLM {k.version} supports PP and the "
                                 f"draft inherits pipeline_parallel_size={pp} ({pc_ev})", PP_MSG,
-                                [pc_ev, k.raise_at("Pipeline parallelism is not supported")])]
+                                [pc_ev, k.raise_at("Pipeline parallelism is not supported")],
+                                key=f"draft_pp:{canonical}")]
         return [Finding("unknown", f"{step}: draft checkpoint {model!r} unresolved; its PP support decides")]

@@ -56,37 +56,46 @@ class Knowledge:
         return g if g and g["status"] == "verified" else None
 
 
-def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowledge:
-    k = Knowledge(version=version, tree=tree)
-    with engine.connect() as conn:
-        def rows(sql: str) -> list[dict[str, Any]]:
-            return dict_rows(conn, sql, (version,))
+#: Fact tables the engine reads, by table name.
+_TABLES = ("arch_capability", "spec_method", "draft_parallel", "cli_flag", "parser_name", "gate_status",
+           "raise_message", "class_attr_fact", "release_fact")
 
-        for r in rows("select * from arch_capability where vllm_version = ?"):
-            k.caps[(r["platform"], r["arch"])] = r
-        for r in rows("select * from spec_method where vllm_version = ?"):
-            k.methods[r["method"]] = r["canonical"]
-            if r["canonical"] == "mtp":
-                k.mtp_types.add(r["method"])
-        for r in rows("select * from draft_parallel where vllm_version = ?"):
-            k.draft_pc[r["method"]] = r
-        for r in rows("select * from cli_flag where vllm_version = ?"):
-            if r["kind"] == "subkey":
-                flag, _, key = r["flag"].partition(".")
-                k.subkeys[flag].add(key)
-            else:
-                k.flags[r["flag"]] = r
-        for r in rows("select * from parser_name where vllm_version = ?"):
-            k.parsers[r["kind"]].add(r["name"])
-        for r in rows("select * from gate_status where vllm_version = ?"):
-            k.gates[r["rule_id"]] = r
-        k.raises = rows("select file, line, template from raise_message where vllm_version = ?")
-        for r in rows("select * from class_attr_fact where vllm_version = ?"):
-            k.class_attrs[r["attr"]].append(r)
-        for r in rows("select * from release_fact where vllm_version = ?"):
-            k.release_facts[r["key"]] = dict(json.loads(r["value"]), file=r["file"], line=r["line"]) \
-                if r["value"].startswith("{") else json.loads(r["value"])
-        rel = rows("select notes from release where version = ?")
-        if rel:
-            k.notes = json.loads(rel[0]["notes"] or "[]")
+
+def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowledge:
+    """Knowledge of `version` from the fact rows in a database."""
+    with engine.connect() as conn:
+        tables = {t: dict_rows(conn, f"select * from {t} where vllm_version = ?", (version,)) for t in _TABLES}
+        rel = dict_rows(conn, "select notes from release where version = ?", (version,))
+    return knowledge_from_facts(version, tree, tables, json.loads(rel[0]["notes"] or "[]") if rel else [])
+
+
+def knowledge_from_facts(version: str, tree: VllmTree | None, tables: dict[str, list[dict[str, Any]]],
+                         notes: list[str] | None = None) -> Knowledge:
+    """Knowledge of `version` from fact rows keyed by table name (a scan's facts, or a database's)."""
+    k = Knowledge(version=version, tree=tree, notes=list(notes or []))
+    for r in tables.get("arch_capability", []):
+        k.caps[(r["platform"], r["arch"])] = r
+    for r in tables.get("spec_method", []):
+        k.methods[r["method"]] = r["canonical"]
+        if r["canonical"] == "mtp":
+            k.mtp_types.add(r["method"])
+    for r in tables.get("draft_parallel", []):
+        k.draft_pc[r["method"]] = r
+    for r in tables.get("cli_flag", []):
+        if r["kind"] == "subkey":
+            flag, _, key = r["flag"].partition(".")
+            k.subkeys[flag].add(key)
+        else:
+            k.flags[r["flag"]] = r
+    for r in tables.get("parser_name", []):
+        k.parsers[r["kind"]].add(r["name"])
+    for r in tables.get("gate_status", []):
+        k.gates[r["rule_id"]] = r
+    k.raises = [{"file": r["file"], "line": r["line"], "template": r["template"]}
+                for r in tables.get("raise_message", [])]
+    for r in tables.get("class_attr_fact", []):
+        k.class_attrs[r["attr"]].append(r)
+    for r in tables.get("release_fact", []):
+        k.release_facts[r["key"]] = dict(json.loads(r["value"]), file=r["file"], line=r["line"]) \
+            if r["value"].startswith("{") else json.loads(r["value"])
     return k

@@ -24,6 +24,7 @@ narrows). A result that fails is never returned: `EditError` says why.
 from __future__ import annotations
 
 import copy
+import json
 import difflib
 import io
 import re
@@ -433,3 +434,222 @@ def edit_allowlists(
         raise EditError(f"YAML error while locating the feature: {exc}") from None
     _verify(text, new, data, plans)
     return EditOutcome(text=new, method="lines", changed=changed, notes=notes)
+
+
+# --------------------------------------------------------------------------- generic edits
+#
+# The fix stage's edits (compat.fix.edits.Edit): a scalar or a list set at any mapping path
+# (`min_vllm_version`, `docker_image`, `features.<f>.strategies`, `modes.<m>.variants`), or
+# one string of an args list replaced (a spelling). The same two editors, the same rule:
+# the result must parse to exactly `edits.apply(data, ...)`, and nothing else may change.
+
+
+def _scalar_text(value: Any, style: str | None = None) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return str(value)
+    text = str(value)
+    if style == "'" and "'" not in text and "\n" not in text:
+        return f"'{text}'"
+    if style == '"' or not (_PLAIN_ID.match(text) and text.lower() not in _YAML_WORDS):
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def _flow_text(values: Sequence[Any]) -> str:
+    return "[" + ", ".join(_scalar_text(v) for v in values) + "]"
+
+
+def _node_at(root: yaml.Node, path: Sequence[str]) -> tuple[yaml.Node | None, yaml.Node]:
+    """(key node, value node) at `path`; raises EditError when a parent is not a mapping."""
+    node, key = root, None
+    for part in path:
+        if not isinstance(node, yaml.MappingNode):
+            raise EditError(f"{'.'.join(path)}: a parent is not a mapping")
+        kv = _key_value(node, part)
+        if kv is None:
+            raise KeyError(part)
+        key, node = kv
+    return key, node
+
+
+def _comment_lines(comment: str, col: int, nl: str) -> list[str]:
+    return [f"{' ' * col}# {_comment_text(comment)}{nl}"] if comment else []
+
+
+def _edit_lines_generic(text: str, e: Any, indent: Indent) -> str:
+    nl = _newline(text)
+    root = yaml.compose(text, Loader=_ComposeLoader)
+    lines = text.splitlines(keepends=True)
+    try:
+        key, node = _node_at(root, e.path)
+    except KeyError:
+        key = node = None
+    if e.op == "replace_item":
+        if not isinstance(node, yaml.SequenceNode):
+            raise EditError(f"{e.where}: not a list")
+        item = next((n for n in node.value if isinstance(n, yaml.ScalarNode) and n.value == e.old), None)
+        if item is None:
+            raise EditError(f"{e.where}: no item {e.old!r}")
+        a, b = item.start_mark.index, item.end_mark.index
+        parts = e.value if isinstance(e.value, list) else [e.value]
+        if len(parts) > 1 and not node.flow_style:
+            dash = text.rfind("-", 0, a)  # the item's own "- ", so the new items line up with it
+            pad = " " * (dash - text.rfind("\n", 0, dash) - 1)
+            new = f"{nl}{pad}- ".join(_scalar_text(v, item.style) for v in parts)
+        else:
+            new = ", ".join(_scalar_text(v, item.style) for v in parts)
+        text = text[:a] + new + text[b:]
+        at, col = key.start_mark.line, key.start_mark.column
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[:at] + _comment_lines(e.comment, col, nl) + lines[at:])
+    if node is not None:  # the key exists: replace its value in place
+        col = key.start_mark.column
+        if isinstance(e.value, list) and isinstance(node, yaml.SequenceNode) and not node.flow_style \
+                and node.value:
+            first, last = node.value[0].start_mark.line, node.value[-1].end_mark.line
+            dash = " " * node.start_mark.column
+            block = [f"{dash}- {_scalar_text(v)}{nl}" for v in e.value]
+            lines = lines[:first] + block + lines[last + 1:]
+        else:
+            if isinstance(node, yaml.MappingNode):
+                raise EditError(f"{e.where}: is a mapping; edit it by hand")
+            a, b = node.start_mark.index, node.end_mark.index
+            new = _flow_text(e.value) if isinstance(e.value, list) else _scalar_text(
+                e.value, getattr(node, "style", None))
+            if a == b:  # an empty value (`key:`): write after the colon
+                new = " " + new
+            text = text[:a] + new + text[b:]
+            lines = text.splitlines(keepends=True)
+        at = key.start_mark.line
+        return "".join(lines[:at] + _comment_lines(e.comment, col, nl) + lines[at:])
+    # A new key in an existing block mapping.
+    try:
+        pkey, parent = _node_at(root, e.path[:-1]) if e.path[:-1] else (None, root)
+    except KeyError as exc:
+        raise EditError(f"{e.where}: no mapping {exc} to add the key to") from None
+    if not isinstance(parent, yaml.MappingNode) or parent.flow_style or not parent.value:
+        raise EditError(f"{'.'.join(e.path[:-1])}: not a non-empty block mapping; edit it by hand")
+    col = parent.value[0][0].start_mark.column
+    sibling = _key_value(parent, e.after) if e.after else None
+    if sibling is not None:
+        end = sibling[1].end_mark
+        at = end.line if end.column == 0 else end.line + 1
+        # a block scalar or nested block ends where the next key starts; back over trailing blanks
+        while at - 1 > sibling[0].start_mark.line and _is_comment_or_blank(lines[at - 1]):
+            at -= 1
+    else:
+        at = parent.value[0][0].start_mark.line
+        parent_line = pkey.start_mark.line if pkey is not None else -1
+        while at - 1 > parent_line and _is_comment_or_blank(lines[at - 1]):
+            at -= 1
+    at = min(at, len(lines))
+    if at == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += nl
+    value = _flow_text(e.value) if isinstance(e.value, list) else _scalar_text(e.value)
+    block = _comment_lines(e.comment, col, nl) + [f"{' ' * col}{e.path[-1]}: {value}{nl}"]
+    return "".join(lines[:at] + block + lines[at:])
+
+
+def _edit_ruamel_generic(text: str, edits: Sequence[Any], indent: Indent) -> str:
+    y = _ruamel(indent)
+    doc = y.load(text)
+    for e in edits:
+        parent = doc
+        for part in e.path[:-1]:
+            parent = parent[part]
+        if not isinstance(parent, CommentedMap):
+            raise EditError(f"{e.where}: parent is not a block mapping")
+        key = e.path[-1]
+        if e.op == "replace_item":
+            seq = parent[key]
+            i = list(seq).index(e.old)
+            style = type(seq[i]) if isinstance(seq[i], str) else str  # keeps its quoting
+            parts = e.value if isinstance(e.value, list) else [e.value]
+            seq[i:i + 1] = [style(v) for v in parts]
+        else:
+            value: Any = e.value
+            if isinstance(value, list):
+                old = parent.get(key)
+                value = CommentedSeq(list(value))
+                if isinstance(old, CommentedSeq) and old.fa.flow_style() is False and len(old):
+                    value.fa.set_block_style()
+                else:
+                    value.fa.set_flow_style()
+            elif isinstance(value, str) and isinstance(parent.get(key), str):
+                value = type(parent[key])(value)  # keep the scalar's quoting style
+            if key in parent:
+                parent[key] = value
+            else:
+                keys = list(parent)
+                pos = keys.index(e.after) + 1 if e.after in keys else 0
+                parent.insert(pos, key, value)
+        if e.comment:
+            col = parent.lc.key(next(iter(parent)))[1] if len(parent) else 0
+            parent.yaml_set_comment_before_after_key(key, before=_comment_text(e.comment), indent=col)
+    return _ruamel_dump(y, doc)
+
+
+def _verify_generic(old: str, new: str, want: Any, edits: Sequence[Any]) -> None:
+    """The edited text parses to `want`, and every changed line is an edited key, item or comment."""
+    try:
+        got = load_data(new)
+    except yaml.YAMLError as exc:
+        raise EditError(f"the edited file does not parse: {' '.join(str(exc).split())}") from None
+    if got != want:
+        raise EditError("the edited file does not parse to the original data plus the fixes")
+    keys = {e.path[-1] for e in edits}
+    values = set()
+    for e in edits:
+        for v in (e.value if isinstance(e.value, list) else [e.value]):
+            values.add(str(v))
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    sm = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, _i1, _i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        for line in new_lines[j1:j2]:
+            s = line.strip()
+            if s.startswith("#") or s.split(":", 1)[0].strip() in keys:
+                continue
+            if s.startswith("- ") and s[2:].strip().strip("'\"") in values:
+                continue
+            if any(v in s for v in values):  # an args item rewritten in place
+                continue
+            raise EditError(f"the edit would add an unexpected line: {line!r}")
+
+
+def edit_recipe_text(text: str, edits: Sequence[Any], want: Any,
+                     *, method: Method | Literal["auto"] = "auto") -> EditOutcome:
+    """Apply fix edits to a recipe's text; `want` is `edits.apply(data, edits)`.
+
+    ruamel when the file round-trips byte-identically, else the line editor; either result
+    must pass `_verify_generic`, or EditError says why no editor could do it safely.
+    """
+    indent = detect_indent(text)
+    notes: list[str] = []
+    if method in ("auto", "ruamel"):
+        if roundtrip_identical(text, indent):
+            try:
+                new = _edit_ruamel_generic(text, edits, indent)
+                _verify_generic(text, new, want, edits)
+                return EditOutcome(text=new, method="ruamel", changed=[e.where for e in edits])
+            except EditError as exc:
+                notes.append(f"ruamel edit rejected ({exc}); used the line editor")
+            except Exception as exc:  # noqa: BLE001 - ruamel internals; the line editor still works
+                notes.append(f"ruamel edit failed ({type(exc).__name__}: {exc}); used the line editor")
+        else:
+            notes.append("ruamel does not round-trip this file byte-identically; used the line editor")
+        if method == "ruamel":
+            raise EditError(notes[-1])
+    new = text
+    try:
+        for e in edits:
+            new = _edit_lines_generic(new, e, indent)
+    except yaml.YAMLError as exc:
+        raise EditError(f"YAML error while locating {e.where}: {' '.join(str(exc).split())}") from None
+    _verify_generic(text, new, want, edits)
+    return EditOutcome(text=new, method="lines", changed=[e.where for e in edits], notes=notes)

@@ -1,0 +1,27 @@
+"""The fix stage: for each (recipe, cause) the smallest recipe edit today's synthesizer honours.
+
+Fixers are tried in order of preference, one module each, behind `FIXERS`:
+
+    gate            (a) features.<f>.strategies, also for features on by default
+    mode_variants   (b) features.<f>.modes.<m>.variants, where the failure follows the variant
+    pin_bump        (c) min_vllm_version (recipe or variant), to the first release on the index
+                        where the blocked commands start and nothing that starts at the old pin breaks
+    spelling        (d) the flag spelling the pinned release knows, when exactly one candidate exists
+    (e) otherwise no automatic fix, with the reason each fixer gave
+
+Fixers read the verdict rows and reuse the engine's own predicates (`STARTS`, the
+engine's flag check); they never restate a rule. Every plan is checked by judging the
+edited recipe again through the same synthesis replay and engine (`rejudge`), and a
+fix that does not make its commands start, or that takes away one that works, is not
+kept. `writer` is the only module that writes recipe files.
+"""
+
+from __future__ import annotations
+
+from compat.fix import gate, mode_variants, pin_bump, spelling
+
+#: Fix kinds in order of preference (the order `plan` tries them in).
+FIXERS = (gate, mode_variants, pin_bump, spelling)
+KINDS = tuple(f.KIND for f in FIXERS)
+
+__all__ = ["FIXERS", "KINDS"]

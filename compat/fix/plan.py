@@ -1,0 +1,261 @@
+"""Plan the fixes of one recipe: fixers in order of preference, merged, then judged again.
+
+Per cause with blocked commands: a gate, else a mode restriction; the causes left over
+share one `min_vllm_version` bump (one target release per pin they live under); what is
+still left gets a respelling, or no automatic fix with every fixer's reason. A gate whose
+commands start at the bumped release is dropped for the bump (it would take away commands
+that start there). The merged plan is judged again (`rejudge`); if it fails, each cause's
+fix is judged alone and only the ones that hold are kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.fix import gate, mode_variants, pin_bump, spelling
+from compat.fix.context import Case, Context, Proposal, Row
+from compat.fix.edits import Edit, apply
+from compat.fix.rejudge import describe, rejudge
+from compat.vocab import release_key
+
+
+@dataclass
+class Planned:
+    """What the fix stage decided for one cause."""
+
+    kind: str  # gate | mode_variants | pin_bump | spelling | none
+    summary: str = ""
+    edits: list[Edit] = field(default_factory=list)
+    why: str = ""  # for `none`: why each fixer declined; else notes to check by hand
+    works_from: str = ""  # first release where every command it blocks starts ('' = none known)
+
+
+def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
+    """cause id -> Planned, for every cause of the recipe that blocks an ungated command.
+
+    A bump moves the recipe to a release where other checks may fail (a feature that the
+    old release rejected for one reason, the new one rejects for another): the bumped
+    recipe is judged again and planned once more (`_follow_up`), and what that finds is
+    added to the bump, verified together with it.
+    """
+    blocked = {cid: case.blocked_by(cid) for cid in case.causes}
+    blocked = {cid: rows for cid, rows in blocked.items() if rows}
+    if not blocked:
+        return {}
+    works_from = {cid: _first_working(rows, ctx) for cid, rows in blocked.items()}
+    chosen: dict[int, Proposal] = {}
+    reasons: dict[int, list[str]] = {cid: [] for cid in blocked}
+    for cid, rows in blocked.items():
+        for fixer in (gate, mode_variants):
+            proposal = fixer.propose(case, case.causes[cid], rows, ctx)
+            if isinstance(proposal, Proposal):
+                chosen[cid] = proposal
+                break
+            reasons[cid].append(f"{fixer.KIND}: {proposal}")
+    _plan_bump(case, ctx, [cid for cid in blocked if cid not in chosen], blocked, chosen, reasons)
+    for cid, rows in blocked.items():
+        if cid not in chosen:
+            proposal = spelling.propose(case, case.causes[cid], rows, ctx)
+            if isinstance(proposal, Proposal):
+                chosen[cid] = proposal
+            else:
+                reasons[cid].append(f"{spelling.KIND}: {proposal}")
+    _prefer_bump_over_gates(chosen, blocked, ctx)
+    kept = _verified(case, ctx, chosen, blocked, reasons)
+    if depth == 0:
+        _follow_up(case, ctx, kept, blocked, reasons)
+    out: dict[int, Planned] = {}
+    for cid in blocked:
+        p = kept.get(cid)
+        if p is None:
+            out[cid] = Planned("none", why="; ".join(reasons[cid]), works_from=works_from[cid] or "")
+        else:
+            out[cid] = Planned(p.kind, p.summary, _merge([kept[cid]]), p.note,
+                               works_from=p.works_from or works_from[cid] or "")
+    return out
+
+
+def _follow_up(case: Case, ctx: Context, kept: dict[int, Proposal], blocked: dict[int, list[Row]],
+               reasons: dict[int, list[str]]) -> None:
+    """Plan again on the recipe as the kept fixes leave it, at its new pin; attach what holds to the bump."""
+    bump_ids = [cid for cid, p in kept.items() if p.kind == pin_bump.KIND]
+    if not bump_ids:
+        return
+    edits = _merge(list(kept.values()))
+    after = judged_case(case, edits, ctx)
+    more = plan_recipe(after, ctx, depth=1)
+    fixes = {cid: p for cid, p in more.items() if p.kind != "none"}
+    leftover = [p for p in more.values() if p.kind == "none"]
+    bump = kept[bump_ids[0]]
+    note = bump.note
+    if fixes:
+        extra = _merge([Proposal(p.kind, tuple(p.edits), p.summary) for p in fixes.values()])
+        releases = None if case.pinned else sorted({r.release for r in case.rows}, key=release_key)
+        targets = [(r, r.cause_keys.get(cid, ())) for cid in kept for r in blocked[cid]]
+        if rejudge(case, _merge([*kept.values(), Proposal("follow-up", tuple(extra), "")]), targets, ctx,
+                   releases).ok:
+            summary = f"{bump.summary}; there, " + "; ".join(dict.fromkeys(p.summary for p in fixes.values()))
+            bump = Proposal(bump.kind, (*bump.edits, *extra), summary, bump.works_from, note)
+        else:
+            leftover += list(fixes.values())
+    if leftover:
+        note = "; ".join(x for x in (note, f"at {bump.works_from} {len(leftover)} other cause(s) still block "
+                                     "commands: " + " | ".join(p.why.split('; ')[0] for p in leftover[:3])) if x)
+        bump = Proposal(bump.kind, bump.edits, bump.summary, bump.works_from, note)
+    for cid in bump_ids:
+        kept[cid] = bump
+
+
+def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
+    """The recipe with `edits` applied, judged at its (new) pins, with the causes of what is blocked.
+
+    Causes are numbered locally (negative ids): they exist only inside this plan.
+    """
+    from dataclasses import replace as dc_replace
+
+    from compat.recipes import enumerate_recipe
+    from compat.recipes.repo import Recipe
+    from compat.verdict.batch import cause_row
+    from compat.verdict.cause import causes, renderer
+
+    recipe = Recipe(case.path, apply(case.recipe.data, edits))
+    repo = dc_replace(ctx.repo, recipes={**ctx.repo.recipes, case.path: recipe})
+    render = renderer(repo)
+    rows: list[Row] = []
+    book: dict[int, dict[str, Any]] = {}
+    ids: dict[tuple[str, str, str], int] = {}
+    fallback = case.rows[0].release
+    for c in enumerate_recipe(repo, recipe):
+        for release in ([ctx.release_for(c.vllm_pin, fallback)] if case.pinned
+                        else sorted({r.release for r in case.rows}, key=release_key)):
+            o = ctx.pool.outcome(release, c)
+            judge = ctx.pool.judge_at(release)
+            if o is None or judge is None:
+                continue
+            cause_ids: list[int] = []
+            keys: dict[int, tuple[str, ...]] = {}
+            if o.status == "blocked" and not c.gated:
+                for cause in causes(c, o, judge, render,
+                                    gone_later=lambda k, c=c, r=release: ctx.pool.first_without(r, c, k) is not None):
+                    cid = ids.setdefault(cause.key, -(len(ids) + 1))
+                    book.setdefault(cid, cause_row(cid, case.path, cause))
+                    cause_ids.append(cid)
+                    keys[cid] = (*keys.get(cid, ()), cause.finding_key)
+            rows.append(Row(c, release, o, tuple(dict.fromkeys(cause_ids)), keys))
+    return Case(case.path, recipe, rows, book, case.pinned)
+
+
+def merged_edits(planned: dict[int, Planned]) -> list[Edit]:
+    """Every edit of a recipe's plan, one per path (see `_merge`)."""
+    proposals = [Proposal(p.kind, tuple(p.edits), p.summary) for p in planned.values() if p.edits]
+    return _merge(proposals)
+
+
+def _first_working(rows: list[Row], ctx: Context) -> str | None:
+    return ctx.pool.first_working(rows[0].release, [r.combo for r in rows])
+
+
+def _plan_bump(case: Case, ctx: Context, ids: list[int], blocked: dict[int, list[Row]],
+               chosen: dict[int, Proposal], reasons: dict[int, list[str]]) -> None:
+    if not ids:
+        return
+    rows = list({id(r): r for cid in ids for r in blocked[cid]}.values())
+    merged = dict(case.causes[ids[0]], ids=ids, finding=case.causes[ids[0]]["finding"]
+                  + (f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""))
+    proposal = pin_bump.propose(case, merged, rows, ctx)
+    if isinstance(proposal, Proposal):
+        for cid in ids:
+            chosen[cid] = proposal
+        return
+    for cid in ids:  # together they cannot move; maybe some can alone
+        alone = pin_bump.propose(case, case.causes[cid], blocked[cid], ctx) if len(ids) > 1 else proposal
+        if isinstance(alone, Proposal):
+            chosen[cid] = alone
+        else:
+            reasons[cid].append(f"{pin_bump.KIND}: {alone}")
+
+
+def _prefer_bump_over_gates(chosen: dict[int, Proposal], blocked: dict[int, list[Row]], ctx: Context) -> None:
+    bumps = [p for p in chosen.values() if p.kind == pin_bump.KIND]
+    if not bumps:
+        return
+    bump = max(bumps, key=lambda p: release_key(p.works_from))
+    for cid, p in list(chosen.items()):
+        if p.kind in (gate.KIND, mode_variants.KIND) and all(
+                pin_bump.gone_at(ctx, bump.works_from, r, r.cause_keys.get(cid, ())) for r in blocked[cid]):
+            chosen[cid] = bump
+
+
+def _verified(case: Case, ctx: Context, chosen: dict[int, Proposal], blocked: dict[int, list[Row]],
+              reasons: dict[int, list[str]]) -> dict[int, Proposal]:
+    """The proposals that hold when the edited recipe is judged again."""
+    if not chosen:
+        return {}
+    releases = None if case.pinned else sorted({r.release for r in case.rows}, key=release_key)
+
+    def targets(ids: list[int]) -> list[tuple[Row, tuple[str, ...]]]:
+        return [(r, r.cause_keys.get(cid, ())) for cid in ids for r in blocked[cid]]
+
+    result = rejudge(case, _merge(list(chosen.values())), targets(list(chosen)), ctx, releases)
+    if result.ok:
+        return dict(chosen)
+    kept: dict[int, Proposal] = {}
+    for cid, p in chosen.items():
+        alone = rejudge(case, _merge([p]), targets([cid]), ctx, releases)
+        if alone.ok:
+            kept[cid] = p
+        else:
+            bad = alone.broken or alone.still_blocked
+            key, status = next(iter(bad.items()))
+            what = "would break" if alone.broken else "leaves blocked"
+            reasons[cid].append(f"{p.kind} fix failed re-judging: {what} {describe(key)} ({status}); not written")
+    if kept and not rejudge(case, _merge(list(kept.values())), targets(list(kept)), ctx, releases).ok:
+        for cid in kept:
+            reasons[cid].append("fixes that hold alone fail together; not written")
+        return {}
+    return kept
+
+
+def _merge(proposals: list[Proposal]) -> list[Edit]:
+    """One edit per path: allowlists and variant lists intersect, pins take the newest release."""
+    by_path: dict[tuple[str, ...], Edit] = {}
+    order: list[tuple[str, ...]] = []
+    for p in proposals:
+        for e in p.edits:
+            key = (*e.path, e.op, str(e.old))
+            cur = by_path.get(key)
+            if cur is None:
+                by_path[key] = e
+                order.append(key)
+            elif e.path[-1] in ("strategies", "variants") and isinstance(e.value, list):
+                value = [v for v in cur.value if v in e.value]
+                by_path[key] = Edit(cur.op, cur.path, value, after=cur.after, comment=_joined(cur, e))
+            elif e.path[-1] == "min_vllm_version" and release_key(e.value) > release_key(cur.value):
+                by_path[key] = e
+    edits = [by_path[k] for k in order]
+    newest = {e.path[:-1]: e.value for e in edits if e.path[-1] == "min_vllm_version"}
+    return [e for e in edits if not _stale_image(e, newest)]
+
+
+def _joined(a: Edit, b: Edit) -> str:
+    return a.comment if b.comment in a.comment else f"{a.comment}; also {b.comment.removeprefix('vllm-compat: ')}"
+
+
+def _stale_image(e: Edit, newest: dict[tuple[str, ...], Any]) -> bool:
+    """A docker tag edit for a lower bump than the one kept at the same level."""
+    if "docker_image" not in e.path:
+        return False
+    base = e.path[: e.path.index("docker_image")]
+    target = newest.get(base)
+    return target is not None and not str(e.value).rstrip().endswith(str(target)) and str(target) not in str(e.value)
+
+
+def plan_all(cases: list[Case], ctx: Context, say: Any = None) -> dict[int, Planned]:
+    """Plans for every recipe with blocked commands; cause id -> Planned."""
+    out: dict[int, Planned] = {}
+    for i, case in enumerate(cases, 1):
+        if say and i % 10 == 0:
+            say(f"fixes: planned {i} of {len(cases)} recipes")
+        out.update(plan_recipe(case, ctx))
+    return out

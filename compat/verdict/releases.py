@@ -1,0 +1,162 @@
+"""Judges for any release on the package index, built on demand; the true first working release.
+
+`works_from` means the first release on the index where a combination starts, not the
+next release that happens to be scanned (DESIGN.md). Finding it needs releases nobody
+asked to judge, so this pool fetches and scans them lazily (facts are cached by sdist
+hash, so a release costs its scan once per machine) and keeps their knowledge in memory,
+not in the build's database. Bisection, `compat bisect` and the fix stage's
+`min_vllm_version` bump all search through one pool.
+
+The search assumes a combination, once fixed, stays fixed (as `compat bisect` always
+has); both ends are judged, so a release where it breaks again is never reported as
+the first that works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from compat.errors import UserError
+from compat.hf import ModelResolver
+from compat.recipes import Combination
+from compat.verdict.engine import Judge, Outcome
+from compat.verdict.knowledge import knowledge_from_facts
+from compat.vocab import release_key
+
+Progress = Callable[[str], None]
+
+#: Statuses under which a command starts (a warning starts, with a fallback).
+STARTS = frozenset({"ok", "warning"})
+#: Statuses under which no known check fails (unknown: a fact is missing, nothing is known to fail).
+NOT_BLOCKED = frozenset({"ok", "warning", "unknown"})
+
+
+def final_releases(labels: Iterable[str]) -> list[str]:
+    """Final releases (no pre-, post- or dev-release), oldest first."""
+    out = []
+    for label in labels:
+        try:
+            v = Version(label)
+        except InvalidVersion:
+            continue
+        if not (v.is_prerelease or v.is_postrelease or v.is_devrelease):
+            out.append(label)
+    return sorted(out, key=release_key)
+
+
+class ReleasePool:
+    """Judges per release: the build's own, plus any release on the index, scanned when first asked.
+
+    `index` is the list of releases on the package index (None: offline, only the given
+    judges are searched, and `exhaustive` is False so callers can say so).
+    """
+
+    def __init__(self, judges: dict[str, Judge], models: ModelResolver,
+                 recipe_moe: dict[str, bool] | None = None, index: Sequence[str] | None = None,
+                 progress: Progress | None = None) -> None:
+        self.judges = dict(judges)
+        self.models = models
+        self.recipe_moe = recipe_moe or {}
+        self.say = progress or (lambda _m: None)
+        self.exhaustive = index is not None
+        self.releases = final_releases(index if index is not None else judges)
+        for label in judges:  # a judged local tree or pre-release still counts where it sorts
+            if label not in self.releases:
+                self.releases.append(label)
+        self.releases.sort(key=release_key)
+        self.unavailable: dict[str, str] = {}
+        self._outcomes: dict[tuple, Outcome] = {}
+
+    # -- judges ------------------------------------------------------------------------
+    def judge_at(self, version: str) -> Judge | None:
+        """The judge of `version`, scanning it on first use; None when it cannot be analysed."""
+        if version in self.judges:
+            return self.judges[version]
+        if version in self.unavailable:
+            return None
+        from compat.scan import release_facts
+        from compat.sources import tree_from_index
+
+        try:
+            self.say(f"works_from: scanning vllm {version}")
+            tree = tree_from_index(version, progress=self.say)
+            facts, _cached = release_facts(tree, self.say)
+        except UserError as exc:
+            self.unavailable[version] = exc.line()
+            return None
+        knowledge = knowledge_from_facts(version, tree, facts, _notes(facts))
+        judge = Judge(knowledge, self.models, self.recipe_moe)
+        self.judges[version] = judge
+        return judge
+
+    def outcome(self, version: str, combo: Combination) -> Outcome | None:
+        """The verdict of `combo` at `version`, memoised on what the engine reads of a combination."""
+        key = (version, combo.recipe, combo.platform, combo.model_id, combo.argvs, combo.omni, combo.problems)
+        hit = self._outcomes.get(key)
+        if hit is None:
+            judge = self.judge_at(version)
+            if judge is None:
+                return None
+            hit = self._outcomes[key] = judge.judge(combo)
+        return hit
+
+    def starts(self, version: str, combos: Sequence[Combination],
+               accept: frozenset[str] = STARTS) -> bool | None:
+        """Do all `combos` start (status in `accept`) at `version`? None when it cannot be analysed."""
+        for c in combos:
+            o = self.outcome(version, c)
+            if o is None:
+                return None
+            if o.status not in accept:
+                return False
+        return True
+
+    # -- search ------------------------------------------------------------------------
+    def later(self, version: str, until: str | None = None) -> list[str]:
+        """Releases after `version` (up to `until`), oldest first."""
+        lo = release_key(version)
+        hi = release_key(until) if until else None
+        return [v for v in self.releases if release_key(v) > lo and (hi is None or release_key(v) <= hi)]
+
+    def first_working(self, version: str, combos: Sequence[Combination],
+                      until: str | None = None, accept: frozenset[str] = STARTS) -> str | None:
+        """The first release after `version` where every combo starts, by bisection; None if none.
+
+        `accept=NOT_BLOCKED` asks instead for the first release where none is known to fail.
+        """
+        return self.first_release(version, lambda v: self.starts(v, combos, accept), until)
+
+    def first_without(self, version: str, combo: Combination, key: str) -> str | None:
+        """The first release after `version` where `combo` no longer has blocking finding `key`."""
+        def gone(v: str) -> bool | None:
+            o = self.outcome(v, combo)
+            return None if o is None else ("blocked", key) not in o.keys
+
+        return self.first_release(version, gone)
+
+    def first_release(self, version: str, test: Callable[[str], bool | None],
+                      until: str | None = None) -> str | None:
+        """The first release after `version` passing `test` (None: cannot tell), by bisection."""
+        span = self.later(version, until)
+        while span and test(span[-1]) is None:
+            span.pop()  # the newest end cannot be analysed: search below it
+        if not span or not test(span[-1]):
+            return None
+        lo, hi = -1, len(span) - 1  # span[hi] passes; everything at or below lo is not known to
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if test(span[mid]):
+                hi = mid
+            else:  # False, or unanalysable: not known to pass
+                lo = mid
+        return span[hi]
+
+
+def _notes(facts: dict[str, Any]) -> list[str]:
+    import json
+
+    raw = (facts.get("release") or {}).get("notes") or "[]"
+    return json.loads(raw) if isinstance(raw, str) else list(raw)
