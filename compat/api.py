@@ -213,20 +213,15 @@ def _judge_all(engine: Any, combos: list[Any], releases: list[str], explicit: bo
 def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], explicit: bool,
                 pin_of: dict[str, str], say: Progress) -> None:
     """The fix stage: a planned (and re-judged) fix, or the reason there is none, per cause."""
-    from compat.fix.context import Case, Context
+    from compat.fix.context import Context
     from compat.fix.edits import dumps
     from compat.fix.locate import cause_path, line_of
-    from compat.fix.plan import plan_all
+    from compat.fix.plan import build_cases, plan_all
 
     def resolve(pin: str) -> str | None:
         return pin_of.get(pin) or _pin_in(pin, pool.releases)
 
-    by_recipe: dict[str, dict[int, dict[str, Any]]] = {}
-    for row in book.rows:
-        by_recipe.setdefault(row["recipe"], {})[row["id"]] = row
-    cases = [Case(path, repo.recipes[path], rows, by_recipe.get(path, {}), pinned=not explicit)
-             for path, rows in judged.items() if path in repo.recipes
-             and any(r.blocked for r in rows)]
+    cases = build_cases(repo, judged, book.rows, pinned=not explicit)
     planned = plan_all(cases, Context(repo, pool, resolve), say)
     texts: dict[str, str] = {}
     for row in book.rows:

@@ -394,11 +394,21 @@ def reading(path: Path) -> Engine:
     return create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
 
 
+def _complete(t: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with every column present (the model's default where a row leaves one out):
+    a multi-row insert needs the same keys in each row."""
+    defaults = {c.name: (c.default.arg if c.default is not None and not callable(c.default.arg) else None)
+                for c in t.columns}
+    if all(len(r) == len(defaults) for r in rows):
+        return rows
+    return [{**defaults, **r} for r in rows]
+
+
 def replace_rows(engine: Engine, table: type[SQLModel], rows: Iterable[dict[str, Any]],
                  **where: Any) -> int:
     """Delete the rows matching `where`, insert `rows`; returns how many were inserted."""
     t = table.__table__  # type: ignore[attr-defined]
-    rows = list(rows)
+    rows = _complete(t, list(rows))
     with engine.begin() as conn:
         stmt = delete(t)
         for k, v in where.items():
@@ -411,8 +421,9 @@ def replace_rows(engine: Engine, table: type[SQLModel], rows: Iterable[dict[str,
 
 def append_rows(engine: Engine, table: type[SQLModel], rows: list[dict[str, Any]]) -> int:
     if rows:
+        t = table.__table__  # type: ignore[attr-defined]
         with engine.begin() as conn:
-            conn.execute(insert(table.__table__), rows)  # type: ignore[attr-defined]
+            conn.execute(insert(t), _complete(t, rows))
     return len(rows)
 
 

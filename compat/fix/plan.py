@@ -251,6 +251,16 @@ def _stale_image(e: Edit, newest: dict[tuple[str, ...], Any]) -> bool:
     return target is not None and not str(e.value).rstrip().endswith(str(target)) and str(target) not in str(e.value)
 
 
+def build_cases(repo: Any, judged: dict[str, list[Row]], cause_rows: list[dict[str, Any]],
+                pinned: bool) -> list[Case]:
+    """One Case per recipe with a blocked, ungated command at the judged releases."""
+    by_recipe: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in cause_rows:
+        by_recipe.setdefault(row["recipe"], {})[row["id"]] = row
+    return [Case(path, repo.recipes[path], rows, by_recipe.get(path, {}), pinned=pinned)
+            for path, rows in judged.items() if path in repo.recipes and any(r.blocked for r in rows)]
+
+
 def plan_all(cases: list[Case], ctx: Context, say: Any = None) -> dict[int, Planned]:
     """Plans for every recipe with blocked commands; cause id -> Planned."""
     out: dict[int, Planned] = {}

@@ -72,6 +72,8 @@ def _element_label(element: str) -> str:
         return "the strategy"
     if element.startswith("features."):
         return "feature " + element.removeprefix("features.")
+    if element.startswith("variants.") and element.count(".") == 1:
+        return "variant " + element.removeprefix("variants.")
     return element
 
 

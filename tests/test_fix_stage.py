@@ -1,0 +1,238 @@
+"""The fix stage as input/output tables: a tiny recipe, two synthetic releases -> cause and fix.
+
+Each fix kind has a recipe where it is the right fix and the plan is checked by what it
+edits; switching a fixer off makes its row fail. Releases: 0.1.0 (the pin) and 0.2.0,
+which adds `--newflag` and can force the draft's PP to 1.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from compat.fix.context import Context, Row
+from compat.fix.edits import apply
+from compat.fix.plan import build_cases, plan_recipe
+from compat.fix.writer import apply_fixes
+from compat.recipes import enumerate_repo, load_repo
+from compat.verdict.batch import CauseBook, Sweep, later_than
+from compat.verdict.cause import renderer
+from compat.verdict.engine import Judge
+from compat.verdict.releases import ReleasePool
+from tests.engine_kit import MODELS, release
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "recipes" / "minimal"
+EAGLE3 = json.dumps({"method": "eagle3", "model": "acme/eagle3-nopp", "num_speculative_tokens": 2})
+
+TAXONOMY = """\
+hardware_profiles:
+  h200: {brand: NVIDIA, generation: hopper, gpu_count: 8, vram_gb: 1128}
+"""
+STRATEGIES = {
+    "single_node_tp": 'name: single_node_tp\ndeploy_type: single_node\nvllm_args: []\n'
+                      'parallel_flag: "--tensor-parallel-size"\n',
+    "multi_node_tp": 'name: multi_node_tp\ndeploy_type: multi_node\nparallelism: tp\nvllm_args: []\n'
+                     'parallel_flag: "--tensor-parallel-size"\n',
+    "multi_node_tp_pp": 'name: multi_node_tp_pp\ndeploy_type: multi_node\nparallelism: tp_pp\nvllm_args: []\n'
+                        'parallel_flag: "--tensor-parallel-size"\n',
+}
+
+
+def recipe(features: str, *, variants: str = "", strategies: str = "[single_node_tp, multi_node_tp, multi_node_tp_pp]",
+           base_args: str = "[]", opt_in: str = "[]") -> str:
+    variants = variants or "  default: {precision: bf16, vram_minimum_gb: 10}\n"
+    return textwrap.dedent("""\
+        meta:
+          title: X
+          tasks: [text]
+        model:
+          model_id: acme/moe-pp
+          min_vllm_version: "0.1.0"
+          docker_image: "vllm/vllm-openai:v0.1.0"
+          architecture: moe
+          base_args: {base_args}
+        features:
+        {features}
+        opt_in_features: {opt_in}
+        variants:
+        {variants}
+        compatible_strategies: {strategies}
+        """).format(features=textwrap.indent(textwrap.dedent(features), "  ").rstrip(),
+                    variants=variants.rstrip(), strategies=strategies, base_args=base_args, opt_in=opt_in)
+
+
+def checkout(tmp_path: Path, text: str) -> Path:
+    root = tmp_path / "recipes"
+    (root / "models" / "acme").mkdir(parents=True)
+    (root / "strategies").mkdir()
+    (root / "taxonomy.yaml").write_text(TAXONOMY)
+    for name, body in STRATEGIES.items():
+        (root / "strategies" / f"{name}.yaml").write_text(body)
+    (root / "models" / "acme" / "x.yaml").write_text(text)
+    return root
+
+
+def plan(root: Path, **newer: object):
+    """(plans by cause label, case, ctx) for models/acme/x.yaml pinned at 0.1.0."""
+    repo = load_repo(root)
+    judges = {"0.1.0": Judge(release("0.1.0"), MODELS),
+              "0.2.0": Judge(release("0.2.0", flags=("--newflag",), **newer), MODELS)}
+    pool = ReleasePool(judges, MODELS, index=None)
+    book = CauseBook()
+    sweep = Sweep(pool, renderer(repo), book)
+    judged: dict[str, list[Row]] = {}
+    for c in enumerate_repo(repo).combinations:
+        for j in sweep.judge(c, [("0.1.0", 1, 1)], 0, later_than(["0.1.0", "0.2.0"])):
+            if j.row["judged"]:
+                judged.setdefault(c.recipe, []).append(Row(c, "0.1.0", j.outcome, tuple(j.cause_ids), j.cause_keys))
+    cases = build_cases(repo, judged, book.rows, pinned=True)
+    ctx = Context(repo, pool, lambda pin: pin if pin in judges else None)
+    assert cases, "nothing blocked"
+    planned = plan_recipe(cases[0], ctx)
+    labels = {cases[0].causes[cid]["label"]: p for cid, p in planned.items()}
+    return labels, cases[0], ctx
+
+
+def test_gate_for_a_feature_that_fails_on_one_strategy(tmp_path: Path) -> None:
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        """, opt_in="[spec_decoding]"))
+    got, _, _ = plan(root)
+    p = got["spec_decoding"]
+    assert p.kind == "gate", p
+    edit = p.edits[0]
+    assert edit.path == ("features", "spec_decoding", "strategies")
+    assert edit.value == ["single_node_tp", "multi_node_tp"]
+
+
+def test_gate_also_for_a_feature_on_by_default(tmp_path: Path) -> None:
+    """Kimi-K2.5's case: not opt-in, so the base command carries it; the gate still applies."""
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        """))
+    got, _, _ = plan(root)
+    assert got["spec_decoding"].kind == "gate"
+
+
+def test_a_later_release_that_fixes_it_makes_it_a_gate_still_first(tmp_path: Path) -> None:
+    """Preference (a) before (c): the gate is proposed even though 0.2.0 forces the draft PP to 1."""
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        """, opt_in="[spec_decoding]"))
+    got, case, _ = plan(root, draft_pp="one")
+    assert got["spec_decoding"].kind == "gate" and got["spec_decoding"].works_from == "0.2.0"
+
+
+def test_mode_restriction_where_the_failure_follows_the_variant(tmp_path: Path) -> None:
+    root = checkout(tmp_path, recipe("""\
+        parallel:
+          description: expert parallel or not
+          default_mode: plain
+          modes:
+            ep:
+              args: ["--enable-expert-parallel"]
+            plain:
+              args: ["--max-model-len", "4096"]
+        """, opt_in="[parallel]", variants="""\
+          default: {precision: bf16, vram_minimum_gb: 10}
+          dense: {model_id: acme/dense-pp, precision: bf16, vram_minimum_gb: 10}
+        """))
+    got, _, _ = plan(root)
+    p = got["parallel:ep"]
+    assert p.kind == "mode_variants", p
+    assert p.edits[0].path == ("features", "parallel", "modes", "ep", "variants")
+    assert p.edits[0].value == ["default"]
+
+
+def test_pin_bump_to_the_first_release_that_accepts_it_with_the_docker_tag(tmp_path: Path) -> None:
+    root = checkout(tmp_path, recipe("""\
+        fast:
+          description: a flag only 0.2.0 has
+          args: ["--newflag"]
+        """, opt_in="[fast]"))
+    got, _, _ = plan(root)
+    p = got["fast"]
+    assert p.kind == "pin_bump", p
+    assert {e.path: e.value for e in p.edits} == {("model", "min_vllm_version"): "0.2.0",
+                                                 ("model", "docker_image"): "vllm/vllm-openai:v0.2.0"}
+
+
+def test_spelling_when_no_release_has_the_flag_and_one_candidate_exists(tmp_path: Path) -> None:
+    root = checkout(tmp_path, recipe("""\
+        tools:
+          description: a typo
+          args: ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--tool-parser-plugn", "p.py"]
+        """, opt_in="[tools]"))
+    got, _, _ = plan(root)
+    p = got["tools"]
+    assert p.kind == "spelling", p
+    assert [(e.op, e.old, e.value) for e in p.edits] == [("replace_item", "--tool-parser-plugn", "--tool-parser-plugin")]
+
+
+def test_one_argv_item_holding_a_flag_and_value_is_split(tmp_path: Path) -> None:
+    root = checkout(tmp_path, recipe("""\
+        reasoning:
+          description: fine
+          args: ["--reasoning-parser", "deepseek_r1"]
+        """, base_args='["--max-model-len 4096"]'))
+    got, _, _ = plan(root)
+    p = got["model.base_args"]
+    assert p.kind == "spelling" and p.edits[0].value == ["--max-model-len", "4096"], p
+
+
+def test_no_automatic_fix_says_why(tmp_path: Path) -> None:
+    """The variant's model has no PP in any release: removing the variant clears it (the culprit),
+    but no edit the synthesizer honours fixes it without taking the variant away."""
+    root = checkout(tmp_path, recipe("""\
+        reasoning:
+          description: fine
+          args: ["--reasoning-parser", "deepseek_r1"]
+        """, variants="  default: {model_id: acme/dense-nopp, precision: bf16, vram_minimum_gb: 10}\n"))
+    got, _, _ = plan(root)
+    p = got["variant default"]
+    assert p.kind == "none" and "gate:" in p.why and "pin_bump:" in p.why, p
+
+
+def test_a_fix_is_never_one_that_takes_away_a_working_command(tmp_path: Path) -> None:
+    """eagle3 fails on PP but a second mode works there: no whole-feature gate."""
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: two modes
+          default_mode: eagle3
+          modes:
+            eagle3:
+              args: ["--speculative-config", '{EAGLE3}']
+            ngram:
+              args: ["--speculative-config", '{json.dumps({"method": "ngram", "num_speculative_tokens": 2})}']
+        """, opt_in="[spec_decoding]"))
+    got, _, _ = plan(root)
+    p = got["spec_decoding:eagle3"]
+    assert p.kind == "none" and "would take them away" in p.why, p
+
+
+def test_apply_writes_round_trip_idempotent_and_refuses_a_changed_file(tmp_path: Path) -> None:
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        """, opt_in="[spec_decoding]"))
+    got, case, ctx = plan(root)
+    edits = got["spec_decoding"].edits
+    from compat.fix.yaml_edit import edit_recipe_text, load_data
+
+    path = root / case.path
+    text = path.read_text()
+    new = edit_recipe_text(text, edits, apply(load_data(text), edits)).text
+    assert load_data(new) == apply(load_data(text), edits)
+    assert "# vllm-compat:" in new
+    changed = [line for line in new.splitlines() if line not in text.splitlines()]
+    assert len(changed) == 2  # the comment and the allowlist, nothing else
