@@ -231,6 +231,7 @@ class Verdict(SQLModel, table=True):
     cause_kind: str = ""  # kind of the primary cause (compat.verdict.cause), '' when ok
     cause: str = ""  # its label
     cause_id: int | None = None  # -> cause.id
+    profiles: str = ""  # comma-separated hardware profiles this row stands for (hardware '' = several)
 
 
 class CauseRow(SQLModel, table=True):

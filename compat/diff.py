@@ -59,7 +59,7 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
             ra, rb = ka.get(key), kb.get(key)
             fields = ("draft_arch", "draft_class", "draft_supports_pp", "draft_inherits_pp")
             if ra is None or rb is None or any(ra[f] != rb[f] for f in fields):
-                drafts.append({"platform": key[0], "target": key[1] if key[1] != "unknown" else key[2],
+                drafts.append({"platform": key[0], "target": key[1] if key[1] not in ("", "unknown") else key[2],
                                "method": key[3],
                                "from": {f: ra[f] for f in fields} if ra else None,
                                "to": {f: rb[f] for f in fields} if rb else None})
@@ -68,8 +68,8 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
         ma = {r["method"]: r for r in pa}
         mb = {r["method"]: r for r in pb}
         out["draft_parallel"] = [
-            {"method": m, "from": (ma[m]["pp_source"], ma[m]["ep_source"]) if m in ma else None,
-             "to": (mb[m]["pp_source"], mb[m]["ep_source"]) if m in mb else None,
+            {"method": m, "from": {"pp": ma[m]["pp_source"], "ep": ma[m]["ep_source"]} if m in ma else None,
+             "to": {"pp": mb[m]["pp_source"], "ep": mb[m]["ep_source"]} if m in mb else None,
              "evidence": f"{mb[m]['file']}:{mb[m]['line']}" if m in mb else ""}
             for m in sorted(ma.keys() | mb.keys())
             if m not in ma or m not in mb or (ma[m]["pp_source"], ma[m]["ep_source"]) != (mb[m]["pp_source"], mb[m]["ep_source"])]
@@ -119,6 +119,23 @@ def _verdict_changes(conn: Any, a: str, b: str) -> dict[str, Any]:
     return {"compared": compared, "changed": sum(r["n"] for r in rows), "by_recipe": dict(by_recipe)}
 
 
+def _listed(lines: list[str], items: list[Any], limit: int, line: Any, pad: str = "    ") -> None:
+    """Append one line per item, at most `limit`, and say how many were left out."""
+    for item in items[:limit]:
+        lines.append(pad + line(item))
+    if len(items) > limit:
+        lines.append(f"{pad}... and {len(items) - limit} more (--format json lists all)")
+
+
+def _pc(x: dict[str, str] | None) -> str:
+    """A draft parallel config as words: where the draft's PP and EP sizes come from."""
+    if x is None:
+        return "method absent"
+    words = {"target": "copied from the target", "one": "forced to 1", "target_config": "the target's own",
+             "none": "no draft", "off": "off", "target_if_moe": "the target's when MoE", "unknown": "unknown"}
+    return f"PP {words.get(x['pp'], x['pp'])}, EP {words.get(x['ep'], x['ep'])}"
+
+
 def render_text(d: dict[str, Any], limit: int = 12) -> str:
     a, b = d["from"], d["to"]
     lines = [f"vLLM {a} -> {b}"]
@@ -131,10 +148,14 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
     for title, pick in groups.items():
         items = [(r, i) for r, xs in v["by_recipe"].items() for i in xs if pick(i)]
         lines.append(f"  {title}: {sum(i['n'] for _, i in items)} rows in {len({r for r, _ in items})} recipes")
-        for recipe, i in items[:limit]:
+
+        def verdict_line(item: tuple[str, dict[str, Any]]) -> str:
+            recipe, i = item
             feat = i["feature"] + (f":{i['mode']}" if i["mode"] else "") or "(base)"
             why = f"  [{i['reason'][:80]}]" if i["after"] != "ok" else ""
-            lines.append(f"    {recipe} {i['strategy']} {feat} ({i['n']} rows){why}")
+            return f"{recipe} {i['strategy']} {feat} ({i['n']} rows){why}"
+
+        _listed(lines, items, limit, verdict_line)
     other: dict[str, int] = {}
     for xs in v["by_recipe"].values():
         for i in xs:
@@ -146,26 +167,30 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
     caps = d["capabilities"]
     lines.append(f"\nCapabilities: {len(caps['added'])} archs added, {len(caps['removed'])} removed, "
                  f"{len(caps['changed'])} changed")
-    for c in caps["changed"][:limit]:
-        flips = ", ".join(f"{f} {x}->{y}" for f, (x, y) in c["flags"].items())
-        moved = f" class {c['class'][0]} -> {c['class'][1]}" if c["class"] else ""
-        lines.append(f"  {c['platform']} {c['arch']}: {flips}{moved}")
+
+    def cap_line(c: dict[str, Any]) -> str:
+        parts = [f"{f} {x}->{y}" for f, (x, y) in c["flags"].items()]
+        if c["class"]:
+            parts.append(f"class {c['class'][0]} -> {c['class'][1]}")
+        return f"{c['platform']} {c['arch']}: {', '.join(parts)}"
+
+    _listed(lines, caps["changed"], limit, cap_line, pad="  ")
     lines.append(f"\nSpeculative decoding: methods {_fmt(d['spec_methods'])}")
     for p in d["draft_parallel"]:
-        lines.append(f"  draft parallel config for {p['method']}: {p['from']} -> {p['to']} ({p['evidence']})")
+        lines.append(f"  draft parallel config for {p['method']}: {_pc(p['from'])} -> {_pc(p['to'])}"
+                     + (f" ({p['evidence']})" if p["evidence"] else ""))
     cuda = [x for x in d["drafts"] if x["platform"] == "cuda"]
     lines.append(f"  {len(cuda)} draft mappings changed (cuda)")
-    for x in cuda[:limit]:
-        lines.append(f"    {x['method']} draft of {x['target']}: {_draft(x['from'])} -> {_draft(x['to'])}")
+    _listed(lines, cuda, limit, lambda x: f"{x['method']} draft of {x['target'] or '(unknown target)'}: "
+                                          f"{_draft(x['from'])} -> {_draft(x['to'])}")
     lines.append(f"\nGates: {len(d['gates'])} changed")
     for g in d["gates"]:
-        lines.append(f"  {g['rule']}: {g['from']} -> {g['to']}")
+        lines.append(f"  {g['rule']}: {g['from'] or 'absent'} -> {g['to'] or 'absent'}")
     lines.append(f"\nFlags {_fmt(d['flags'])}; tool parsers {_fmt(d['tool_parsers'])}; "
                  f"reasoning parsers {_fmt(d['reasoning_parsers'])}")
     m = d["messages"]
     lines.append(f"\nError messages (parallel/speculative keywords): {len(m['new'])} new, {len(m['gone'])} gone")
-    for x in m["new"][:limit]:
-        lines.append(f"  + {x['message'][:110]} ({x['at']})")
+    _listed(lines, m["new"], limit, lambda x: f"+ {x['message'][:110]} ({x['at']})", pad="  ")
     return "\n".join(lines) + "\n"
 
 
@@ -178,5 +203,6 @@ def _draft(d: dict[str, Any] | None) -> str:
 
 
 def _fmt(d: dict[str, list[str]]) -> str:
-    return f"+{len(d['added'])} -{len(d['removed'])}" + (
-        f" (+{', '.join(d['added'][:6])}{'...' if len(d['added']) > 6 else ''})" if d["added"] else "")
+    added = d["added"]
+    shown = ", ".join(added[:6]) + (f", ... and {len(added) - 6} more" if len(added) > 6 else "")
+    return f"+{len(added)} -{len(d['removed'])}" + (f" (+{shown})" if added else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 from compat import db as dbm
 from compat.errors import UserError
+from compat.recipes.synthesis import command_line
 from compat.vocab import release_key
 
 
@@ -123,39 +125,118 @@ def render_github(f: dict[str, Any]) -> str:
 
 
 def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
+    """The causal chain behind a verdict, for every distinct outcome, with where it holds.
+
+    Mistyped inputs get suggestions (close model ids, strategies, features and modes, the
+    releases the database holds); a modal feature given without a mode explains each mode.
+    """
     feat, _, mode = feature.partition(":")
-    where = "(model_id = ? or recipe = ? or recipe like ?) and strategy = ? and feature = ? and mode = ?"
-    params: tuple = (model, model, f"%/{model.split('/')[-1]}.yaml", strategy, feat, mode)
-    if vllm:
-        where += " and vllm_version = ?"
-        params += (vllm,)
-    else:
-        where += " and judged = 1"
-    rows = _rows(db_path, f"select * from verdict where {where} order by vllm_version, variant, platform, hardware",
-                 params)
-    if not rows:
-        raise UserError(f"no verdict for {model} {strategy} {feature or '(base)'}"
-                        f"{' at ' + vllm if vllm else ''}", where="compat explain")
+    recipe_rows = _rows(db_path, "select distinct recipe, model_id from verdict")
+    recipes = {r["recipe"] for r in recipe_rows}
+    chosen = _pick_recipe(model, recipe_rows)
+    releases = sorted({r["vllm_version"] for r in _rows(db_path, "select distinct vllm_version from verdict")},
+                      key=release_key)
+    if vllm and vllm not in releases:
+        raise UserError(f"no verdicts at vLLM {vllm}; this database holds {', '.join(releases) or 'none'}",
+                        where="--vllm")
+    if chosen is None:
+        names = sorted({r["model_id"] for r in recipe_rows} | recipes)
+        close = difflib.get_close_matches(model, names, n=3, cutoff=0.5)
+        raise UserError(f"no recipe or model {model!r}" + (f"; did you mean {', '.join(close)}?" if close else ""),
+                        where="compat explain")
+    where = "recipe = ?"
+    params: tuple = (chosen,)
+    combos = _rows(db_path, f"select distinct strategy, feature, mode from verdict where {where}", params)
+    strategies = sorted({c["strategy"] for c in combos})
+    if strategy not in strategies:
+        close = difflib.get_close_matches(strategy, strategies, n=3, cutoff=0.4)
+        raise UserError(f"{chosen} offers no strategy {strategy!r}; it has {', '.join(strategies)}"
+                        + (f" (did you mean {', '.join(close)}?)" if close else ""), where="compat explain")
+    features = sorted({c["feature"] for c in combos if c["strategy"] == strategy and c["feature"]})
+    if feat and feat not in features:
+        close = difflib.get_close_matches(feat, features, n=3, cutoff=0.4)
+        raise UserError(f"{chosen} has no feature {feat!r} on {strategy}; it has {', '.join(features) or 'none'}"
+                        + (f" (did you mean {', '.join(close)}?)" if close else ""), where="compat explain")
+    modes = sorted({c["mode"] for c in combos if c["strategy"] == strategy and c["feature"] == feat})
+    if mode and mode not in modes:
+        close = difflib.get_close_matches(mode, modes, n=3, cutoff=0.4)
+        raise UserError(f"{feat} has no mode {mode!r} on {strategy}; its modes are {', '.join(modes)}"
+                        + (f" (did you mean {', '.join(close)}?)" if close else ""), where="compat explain")
+    wanted_modes = [mode] if mode else modes  # a modal feature without a mode: every mode
     out = []
-    seen = set()
+    for m in wanted_modes:
+        sql = ("select v.*, c.argv as command_argv, k.label as cause_label, k.field as cause_field, "
+               "k.line as cause_line, k.fix_kind, k.fix, k.fix_why from verdict v "
+               "left join command c on c.id = v.command_id left join cause k on k.id = v.cause_id "
+               "where v.recipe = ? and v.strategy = ? and v.feature = ? and v.mode = ?")
+        args: tuple = (chosen, strategy, feat, m)
+        if vllm:
+            sql += " and v.vllm_version = ?"
+            args += (vllm,)
+        else:
+            sql += " and v.judged = 1"
+        rows = _rows(db_path, sql + " order by v.vllm_version, v.variant, v.platform, v.hardware", args)
+        out += _explain_rows(rows, feat, m)
+    if not out:
+        raise UserError(f"no verdict for {chosen} {strategy} {feature or '(base)'}"
+                        f"{' at ' + vllm if vllm else ''}; releases: {', '.join(releases)}", where="compat explain")
+    return "\n".join(out)
+
+
+def _pick_recipe(model: str, rows: list[dict[str, Any]]) -> str | None:
     for r in rows:
-        key = (r["vllm_version"], r["status"], r["chain"])
-        if key in seen:
-            continue
-        seen.add(key)
-        label = f"{r['model_id']} ({r['recipe']}), variant {r['variant']}, {r['strategy']}, " \
-                f"{feat + (':' + mode if mode else '') if feat else 'base command'}, vLLM {r['vllm_version']} " \
-                f"on {r['platform']}{' / ' + r['hardware'] if r['hardware'] else ''}"
-        out.append(f"{label}: {r['status'].upper()}")
-        for i, step in enumerate(json.loads(r["chain"] or "[]"), 1):
+        if model in (r["recipe"], r["model_id"]):
+            return r["recipe"]
+    name = model.split("/")[-1]
+    hits = sorted({r["recipe"] for r in rows if r["recipe"].endswith(f"/{name}.yaml")})
+    return hits[0] if len(hits) == 1 else None
+
+
+def _explain_rows(rows: list[dict[str, Any]], feat: str, mode: str) -> list[str]:
+    """One block per distinct (release, status, chain), naming every platform, hardware and variant."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["vllm_version"], r["status"], r["chain"]), []).append(r)
+    out = []
+    for (version, status, chain), rs in groups.items():
+        r = rs[0]
+        what = f"{feat}:{mode}" if mode else feat or "base command"
+        out.append(f"{r['model_id']} ({r['recipe']}), {r['strategy']}, {what}, vLLM {version}: {status.upper()}")
+        out.append(f"  holds on {_where(rs)}")
+        for i, step in enumerate(json.loads(chain or "[]"), 1):
             out.append(f"  {i}. {step}")
         if r["message"]:
             out.append(f"  vLLM raises: {r['message']}")
         if r["evidence"]:
-            out.append(f"  evidence (vLLM {r['vllm_version']}): {r['evidence']}")
+            out.append(f"  evidence (vLLM {version}): {r['evidence']}")
+        if r.get("cause_label"):
+            at = f" ({r['cause_field']}, line {r['cause_line']})" if r.get("cause_field") else ""
+            out.append(f"  cause: {r['cause_label']}{at}")
+            if r.get("fix_kind") and r["fix_kind"] != "none":
+                out.append(f"  fix ({r['fix_kind']}): {r['fix']} (`compat fix --apply DIR` writes it)")
+            elif r.get("fix_kind") == "none":
+                out.append(f"  no automatic fix: {r['fix_why']}")
         if r["works_from"]:
-            out.append(f"  works from vLLM {r['works_from']}")
+            out.append(f"  works from vLLM {r['works_from']} (first release on the index that starts it)")
         if r["gated"]:
             out.append("  (the recipe already gates this feature off this strategy)")
+        for role, argv in json.loads(r.get("command_argv") or "[]"):
+            label = f"{role} " if role else ""
+            out.append(f"  command ({label}variant {r['variant']}): {command_line(argv)}")
         out.append("")
-    return "\n".join(out)
+    return out
+
+
+def _where(rows: list[dict[str, Any]]) -> str:
+    """'cuda: b200, h100 (variants default, fp8); rocm: mi355x (variant default)'."""
+    by_platform: dict[str, tuple[set[str], set[str]]] = {}
+    for r in rows:
+        hw, variants = by_platform.setdefault(r["platform"], (set(), set()))
+        hw.update(p for p in (r.get("profiles") or r["hardware"] or "").split(",") if p)
+        variants.add(r["variant"] or "default")
+    parts = []
+    for platform, (hw, variants) in sorted(by_platform.items()):
+        vs = sorted(variants)
+        parts.append(f"{platform}: {', '.join(sorted(hw)) or 'every offered profile'} "
+                     f"({'variant' if len(vs) == 1 else 'variants'} {', '.join(vs)})")
+    return "; ".join(parts)

@@ -107,7 +107,7 @@ def test_diff_shows_the_release_change_that_fixed_pp_mtp(built):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     mtp = [p for p in d["draft_parallel"] if p["method"] == "mtp"][0]
-    assert mtp["from"][0] == "target" and mtp["to"][0] == "one"
+    assert mtp["from"]["pp"] == "target" and mtp["to"]["pp"] == "one"
     glm = [x for x in d["drafts"] if x["platform"] == "cuda" and x["target"] == "glm_moe_dsa"][0]
     assert glm["from"]["draft_supports_pp"] == 0 and glm["to"]["draft_supports_pp"] == 1
     fixed = d["verdicts"]["by_recipe"]["models/zai-org/GLM-5.2.yaml"]

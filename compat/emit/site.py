@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import shlex
 import shutil
 import sqlite3
 import time
@@ -29,6 +28,7 @@ import jinja2
 import yaml
 
 from compat.errors import UserError
+from compat.recipes.synthesis import command_line
 from compat.resources import site_dir
 from compat.vocab import Status, release_key, status_rank, worst
 
@@ -284,14 +284,14 @@ def _command(raw: str) -> str:
     if not isinstance(argvs, list):
         return raw
     if all(isinstance(a, str) for a in argvs):
-        return shlex.join(argvs)
+        return command_line(argvs)
     lines = []
     for item in argvs:
         role, argv = (item if isinstance(item, list) and len(item) == 2
                       and isinstance(item[1], list) else ("", item))
         if role:
             lines.append(f"# {role}")
-        lines.append(shlex.join(str(a) for a in argv) if isinstance(argv, list) else str(argv))
+        lines.append(command_line([str(a) for a in argv]) if isinstance(argv, list) else str(argv))
     return "\n".join(lines)
 
 

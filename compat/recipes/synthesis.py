@@ -32,6 +32,7 @@ lookup, which gives the same args on every recipe of the snapshot.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -420,6 +421,22 @@ class Synthesizer:
         if entry is not None and as_mapping(entry[1]).get("args") is not None:
             return self.take(entry[1]["args"], f"{field}.hardware_overrides.{entry[0]}.args")
         return self.take(feature.get("args"), f"{field}.args")
+
+
+_SHELL_VAR = re.compile(r"^\$[A-Z_][A-Z0-9_]*$")
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_./=:@,+%-]+$")
+
+
+def shell_quote(arg: str) -> str:
+    """`shellQuote` (L831-837): bare $VARS stay unquoted so the shell expands them."""
+    if not arg or _SHELL_VAR.match(arg) or _SHELL_SAFE.match(arg):
+        return arg
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """An argv as the one line a user copies from the site."""
+    return " ".join(shell_quote(a) for a in argv)
 
 
 def served_model(recipe: Recipe, variant_key: str) -> str:

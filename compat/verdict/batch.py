@@ -136,6 +136,7 @@ def verdict_row(c: Combination, version: str, o: Outcome, *, judged: int, pinned
         "evidence": "; ".join(e for e in o.evidence if e), "gated": int(c.gated),
         "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": command_id,
         "chain": json.dumps(o.chain), "cause_kind": "", "cause": "", "cause_id": None,
+        "profiles": ",".join(c.profiles),
     }
 
 

@@ -21,6 +21,8 @@ from compat.verdict.knowledge import Knowledge
 from compat.vocab import status_rank, worst
 from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
 
+#: A chain step that explains without deciding (e.g. "decided without the model config").
+NOTE = "note"
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
 EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
@@ -55,6 +57,9 @@ class Outcome:
 
     def add(self, f: Finding) -> None:
         self.keys.append((f.status, finding_key(f, self.version)))
+        if f.status == NOTE:  # context for the reader; decides nothing
+            self.chain.append(f"[{NOTE}] {f.step}")
+            return
         if f.stage == "config" and status_rank(f.status) > status_rank(self.config_status):
             self.config_status = f.status
         self.chain.append(f"[{f.status}] {f.step}")
@@ -248,7 +253,8 @@ class Judge:
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
         for status, rule, row in gates.apply(k, ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
-                               rule.message, [f"{row['file']}:{row['line']}" if row.get("file") else ""],
+                               gates.message(rule, ctx, cap),
+                               [f"{row['file']}:{row['line']}" if row.get("file") else ""],
                                "startup" if rule.effect == "startup_error" else "config",
                                key=f"{prefix}gate:{rule.id}"))
         if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") and not cap.get("supports_encoder_tp_data"):
@@ -272,7 +278,7 @@ class Judge:
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
             cand, verdict, _, found = results[0]
-            head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
+            head = Finding(NOTE, f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
                            f"{names}; every candidate gives the same verdict ({verdict}), shown for {cand}")
             return [head, *found]
         split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)

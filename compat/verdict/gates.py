@@ -151,6 +151,28 @@ def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], 
     return "v2"
 
 
+class _Known(dict):
+    """Format values for a rule's message; a field the context does not know stays visibly named."""
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
+def message(rule: GateRule, ctx: dict[str, Any], cap: dict[str, Any]) -> str:
+    """The rule's message with its fields filled as vLLM fills them, from this invocation.
+
+    `{model}` is the target's class name (what vLLM's `type(model).__name__` prints);
+    the sizes and the speculative method come from the argv.
+    """
+    values = _Known({k: v for k, v in ctx.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)})
+    values["method"] = ctx.get("spec_method") or "<method>"
+    values["model"] = (cap.get("class_path") or "").rsplit(".", 1)[-1] or "<model>"
+    try:
+        return rule.message.format_map(values)
+    except (ValueError, IndexError):  # a brace the message does not mean as a field
+        return rule.message
+
+
 def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[str, GateRule, dict[str, Any]]]:
     """(status, rule, gate row) for every verified rule that applies."""
     verified = {g for g, row in k.gates.items() if row["status"] == "verified"}

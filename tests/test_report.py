@@ -1,0 +1,88 @@
+"""check and explain as a maintainer reads them: one line per cause, annotations, suggestions."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+RECIPES = HERE / "fixtures" / "recipes" / "minimal"
+MINI = HERE / "fixtures" / "minitrees" / "dispatch"
+HF = HERE / "fixtures" / "hardening" / "hf"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("report") / "c.db"
+    r = run("build", "--recipes", str(RECIPES), "--vllm-src", f"{MINI}=0.0.1", "--hf-config-dir", str(HF),
+            "--db", str(path))
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def test_check_prints_one_line_per_recipe_and_cause(db: Path) -> None:
+    r = run("check", "--db", str(db))
+    assert r.returncode == 1
+    lines = r.stdout.strip().splitlines()
+    report = json.loads(run("check", "--db", str(db), "--format", "json").stdout)
+    assert len(lines) == len(report["causes"]) + 1  # + the summary line
+    keys = [(c["recipe"], c["label"]) for c in report["causes"]]
+    assert len(keys) == len(set(keys))
+    for line, cause in zip(lines, report["causes"], strict=False):
+        assert line.startswith(f"{cause['recipe']}:{cause['line']}: {cause['label']} blocks ")
+        assert ("fix (" in line) or ("no automatic fix: " in line)
+
+
+def test_verbose_lists_the_rows(db: Path) -> None:
+    plain = run("check", "--db", str(db)).stdout.splitlines()
+    verbose = run("check", "--db", str(db), "-v").stdout.splitlines()
+    assert len(verbose) > len(plain) and any(line.startswith("    vllm 0.0.1 ") for line in verbose)
+
+
+def test_github_annotations_point_at_the_recipe_line(db: Path) -> None:
+    r = run("check", "--db", str(db), "--format", "github")
+    assert r.returncode == 1
+    text = (RECIPES / "models" / "acme" / "Widget.yaml").read_text().splitlines()
+    for line in r.stdout.strip().splitlines():
+        m = re.match(r"^::error file=(models/[^,]+),line=(\d+),title=[^:]+::(.+)$", line)
+        assert m, line
+        assert "\n" not in m.group(3)
+        if m.group(1) == "models/acme/Widget.yaml":
+            assert 1 <= int(m.group(2)) <= len(text)
+
+
+def test_explain_names_every_platform_and_hardware_and_the_command(db: Path) -> None:
+    r = run("explain", "acme/Widget", "multi_node_tp_pp", "spec_decoding:mtp", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "holds on cuda: b200, gb200, h200 (variant default); rocm: mi300x" in r.stdout
+    assert "command (variant default): vllm serve acme/Widget " in r.stdout
+    assert "--master-addr $HEAD_IP" in r.stdout  # shell variables stay expandable, as on the site
+    assert "cause: " in r.stdout
+
+
+def test_explain_without_a_mode_explains_each_mode(db: Path) -> None:
+    r = run("explain", "acme/Widget", "multi_node_tp_pp", "spec_decoding", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "spec_decoding:mtp" in r.stdout and "spec_decoding:eagle" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["acme/Widgte", "multi_node_tp_pp"], "did you mean acme/Widget"),
+    (["acme/Widget", "multi_node_tp"], "did you mean multi_node_tp_pp"),
+    (["acme/Widget", "multi_node_tp_pp", "spec_decodng"], "did you mean spec_decoding"),
+    (["acme/Widget", "multi_node_tp_pp", "spec_decoding:mpt"], "did you mean mtp"),
+    (["acme/Widget", "multi_node_tp_pp", "--vllm", "9.99.0"], "this database holds 0.0.1"),
+])
+def test_mistyped_explain_suggests(db: Path, args: list[str], needle: str) -> None:
+    r = run("explain", *args, "--db", str(db))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, r.stderr
