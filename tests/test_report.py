@@ -86,3 +86,38 @@ def test_mistyped_explain_suggests(db: Path, args: list[str], needle: str) -> No
     r = run("explain", *args, "--db", str(db))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, r.stderr
+
+
+def test_gate_messages_are_filled_as_vllm_fills_them() -> None:
+    from compat.verdict import gates
+
+    ctx = {"spec_method": "eagle3", "pp": 2, "tp": 8, "dcp": 3, "draft_tp": 2, "dp": 1}
+    cap = {"class_path": "vllm.model_executor.models.kimi_k25.KimiK25ForConditionalGeneration"}
+    aux = next(r for r in gates.rules() if r.id == "aux-hidden-states-over-pp")
+    assert gates.message(aux, ctx, cap) == "KimiK25ForConditionalGeneration does not support eagle3 with pipeline parallelism"
+    for rule in gates.rules():
+        text = gates.message(rule, ctx, cap)
+        assert "{" not in text.replace("{}", ""), (rule.id, text)  # unknown fields read <name>, never {name}
+        assert "compat." not in rule.description.split(". ")[0], rule.id  # no internals in findings
+
+
+def test_diff_text_names_targets_words_configs_and_says_what_it_leaves_out() -> None:
+    from compat.diff import render_text
+
+    d = {"from": "0.23.0", "to": "0.33.0",
+         "verdicts": {"changed": 0, "compared": 0, "by_recipe": {}},
+         "capabilities": {"added": [], "removed": [], "changed": [
+             {"platform": "cuda", "arch": f"A{i}", "flags": {"supports_pp": [0, 1]}, "class": None} for i in range(15)]},
+         "spec_methods": {"added": [f"m{i}" for i in range(9)], "removed": []},
+         "draft_parallel": [{"method": "mtp", "from": {"pp": "target", "ep": "off"}, "to": {"pp": "one", "ep": "target"},
+                             "evidence": "vllm/config/speculative.py:1905"}],
+         "drafts": [{"platform": "cuda", "method": "mtp", "target": "", "from": None, "to": None}],
+         "gates": [{"rule": "r", "from": None, "to": "verified"}],
+         "flags": {"added": [], "removed": []}, "tool_parsers": {"added": [], "removed": []},
+         "reasoning_parsers": {"added": [], "removed": []}, "messages": {"new": [], "gone": []}}
+    text = render_text(d)
+    assert "... and 3 more (--format json lists all)" in text
+    assert "... and 3 more)" in text  # the method list says it is cut
+    assert "PP copied from the target, EP off -> PP forced to 1, EP copied from the target" in text
+    assert "draft of (unknown target)" in text and "draft of :" not in text
+    assert "('target'" not in text and "None ()" not in text and "r: absent -> verified" in text
