@@ -163,8 +163,8 @@ def _changes(rel: _Releases, bad: str, good: str) -> list[str]:
     out = []
     for p in d["draft_parallel"]:
         if f"method {p['method']}" in words:
-            out.append(f"create_draft_parallel_config: draft PP for {p['method']} {p['from'][0] if p['from'] else '-'}"
-                       f" -> {p['to'][0] if p['to'] else '-'} ({p['evidence']} at {good})")
+            out.append(f"create_draft_parallel_config: draft PP for {p['method']} {p['from']['pp'] if p['from'] else '-'}"
+                       f" -> {p['to']['pp'] if p['to'] else '-'} ({p['evidence']} at {good})")
     for c in d["capabilities"]["changed"]:
         cls = (c["class"] or [""])[-1]
         if c["platform"] == "cuda" and (c["arch"] in words or (cls and cls.rsplit(".", 1)[-1] in words)):
