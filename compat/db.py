@@ -145,6 +145,51 @@ class CliFlag(SQLModel, table=True):
     line: int = 0
 
 
+class CliValue(SQLModel, table=True):
+    """How argparse reads one `vllm serve` option's value (from `_compute_kwargs` and the call)."""
+
+    __tablename__ = "cli_value"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    flag: str  # canonical long form, or the positional's dest ('model_tag')
+    option_strings: str = "[]"  # JSON: every string argparse registers for it (-tp, --no-x, ...)
+    dest: str = ""
+    action: str = "store"
+    nargs: str = ""  # '' one value; '?', '*', '+' or a count
+    const: str = "null"  # JSON
+    type: str = ""  # int|float|str|json|json_or_str|dataclass|human_readable_int|...|callable|transform
+    parse: int = 0  # parse_type wrapper (its error text)
+    optional: int = 0  # optional_type wrapper: '' and 'None' read as None
+    callable_src: str = ""
+    json_class: str = ""
+    choices: str = "null"  # JSON list, null = any value
+    metavar_only: int = 0
+    choices_file: str = ""
+    choices_line: int = 0
+    default: str = "null"  # JSON
+    default_kind: str = "literal"
+    unknown: str = ""  # why this option's value handling is not known
+    file: str = ""
+    line: int = 0
+
+
+class ConfigField(SQLModel, table=True):
+    """A field of a config class a JSON flag is validated against (field '' = the class itself)."""
+
+    __tablename__ = "config_field"
+    id: int | None = Field(default=None, primary_key=True)
+    vllm_version: str = Field(index=True)
+    class_name: str = Field(index=True)
+    field: str = ""
+    type: str = ""  # JSON type spec (compat.vllm.config_schema)
+    default: str = "null"
+    default_kind: str = ""
+    validators: str = "[]"
+    extra: str = ""  # class row: forbid | ignore | allow | unknown
+    file: str = ""
+    line: int = 0
+
+
 class ParserName(SQLModel, table=True):
     __tablename__ = "parser_name"
     id: int | None = Field(default=None, primary_key=True)
@@ -154,6 +199,16 @@ class ParserName(SQLModel, table=True):
     module: str = ""
     class_name: str = ""
     file: str = ""
+    line: int = 0
+
+
+class ShellVariable(SQLModel, table=True):
+    """A placeholder the recipes checkout writes into commands ($HEAD_IP): the user's shell fills it."""
+
+    __tablename__ = "shell_variable"
+    id: int | None = Field(default=None, primary_key=True)
+    pattern: str  # regex over the name: 'HEAD_IP', '[A-Za-z0-9_]+_DP_RPC_PORT'
+    file: str = ""  # where the recipes write it (relative to the checkout)
     line: int = 0
 
 
@@ -272,10 +327,10 @@ class RecipeFile(SQLModel, table=True):
 
 
 TABLES = [Release, ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
-          RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact, ModelFact, Command, Verdict,
-          CauseRow, VerdictCause, RecipeFile]
+          RaiseMessage, CliFlag, CliValue, ConfigField, ParserName, ClassAttrFact, ReleaseFact, ModelFact,
+          ShellVariable, Command, Verdict, CauseRow, VerdictCause, RecipeFile]
 RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateStatus,
-                  RaiseMessage, CliFlag, ParserName, ClassAttrFact, ReleaseFact]
+                  RaiseMessage, CliFlag, CliValue, ConfigField, ParserName, ClassAttrFact, ReleaseFact]
 
 
 #: `PRAGMA application_id` of every database vllm-compat writes ("vcdb"), so a foreign

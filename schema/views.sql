@@ -30,6 +30,24 @@ CREATE VIEW v_parser AS
 SELECT vllm_version, kind, name, module, class_name, file, line
 FROM parser_name;
 
+-- How argparse reads an option's value (compat.vllm.cli_kwargs): action, nargs, the type
+-- callable (int, float, json, dataclass = pydantic-validated JSON of json_class, ...), choices
+-- as JSON (NULL = any value) and the file:line they are written at. flag is the long form
+-- ('model_tag' for the positional).
+DROP VIEW IF EXISTS v_flag_value;
+CREATE VIEW v_flag_value AS
+SELECT vllm_version, flag, option_strings, action, nargs, type, json_class, choices,
+       choices_file, choices_line, "default", file, line
+FROM cli_value;
+
+-- Keys the JSON config flags accept (compat.vllm.config_schema): one row per field of each
+-- config class reachable from a dataclass-typed flag (field '' is the class row, with extra =
+-- forbid|ignore|allow: what pydantic does with an unknown key). type is a JSON type spec.
+DROP VIEW IF EXISTS v_config_field;
+CREATE VIEW v_config_field AS
+SELECT vllm_version, class_name, field, type, "default", extra, file, line
+FROM config_field;
+
 DROP VIEW IF EXISTS v_verdict;
 CREATE VIEW v_verdict AS
 SELECT v.vllm_version, v.platform, v.hardware, v.recipe, v.model_id, v.variant, v.strategy,

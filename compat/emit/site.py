@@ -724,6 +724,12 @@ DESCRIPTIONS = {
                    "anchor string is still in its file, unverified when it is gone.",
     "raise_message": "Exception messages raised in each release's source, with file:line.",
     "cli_flag": "Every valid `vllm serve` flag and dotted sub-key of JSON flags, per release.",
+    "cli_value": "How argparse reads each `vllm serve` option's value per release: action, nargs, "
+                 "type callable, choices (with the file:line they come from), default.",
+    "config_field": "Fields of the config classes JSON flags are validated against (pydantic), per "
+                    "release: type, default, validators; field '' is the class (extra keys policy).",
+    "shell_variable": "Placeholders the recipes checkout writes into commands ($HEAD_IP): values the "
+                      "user's shell supplies.",
     "parser_name": "Tool-call and reasoning parser names each release registers.",
     "class_attr_fact": "Classes that set a capability attribute runtime gates depend on, per "
                        "release: attention impls returning the softmax LSE (DCP), inner decoders "
@@ -743,6 +749,9 @@ DESCRIPTIONS = {
     "v_gate": "Curated runtime gates and whether each release still contains their anchor.",
     "v_flag": "`vllm serve` flags and JSON sub-keys per release.",
     "v_parser": "Tool-call and reasoning parser names per release.",
+    "v_flag_value": "Value handling of each `vllm serve` option per release: type, nargs, choices "
+                    "and where the choices are written.",
+    "v_config_field": "Keys (and their types) the JSON config flags accept per release.",
     "v_verdict": "Every verdict: can this recipe, variant, strategy and feature mode start on "
                  "this vLLM release?",
     "v_cause": "One row per (recipe, cause): the recipe element whose arguments make commands "

@@ -3,7 +3,8 @@
 The index's JSON simple API (PEP 691) names each sdist with its sha256. We download
 to a temporary file, verify the hash, and only then move it into the cache under its
 hash, so a corrupted or truncated download never lands. Only the parts the analysis
-reads are extracted (`vllm/**/*.py`, `tests/models/registry.py`, a few docs).
+reads are extracted (`vllm/**/*.py`, `tests/models/registry.py`, a few docs, the chat
+templates under `vllm/` and `examples/`).
 Works offline once a release is cached: the index answer is cached too.
 """
 
@@ -170,7 +171,33 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
 
 def _wanted(name: str) -> bool:
     return (name.endswith(".py") and name.startswith(_EXTRACT_PREFIXES) or name in _EXTRACT_FILES
-            or name.startswith("requirements/") and name.endswith(".txt"))
+            or name.startswith("requirements/") and name.endswith(".txt") or _template(name))
+
+
+def _template(name: str) -> bool:
+    """Chat templates a `--chat-template` path can name (examples/ is in vLLM's image)."""
+    return name.endswith(".jinja") and name.startswith(("vllm/", "examples/"))
+
+
+# Added to extractions made before templates were extracted, without redoing them.
+_TEMPLATES_MARKER = ".complete-templates"
+
+
+def _add_templates(sdist: Path, dest: Path) -> None:
+    if (dest / _TEMPLATES_MARKER).is_file():
+        return
+    try:
+        with tarfile.open(sdist, "r:gz") as tf:
+            members = []
+            for m in tf.getmembers():
+                parts = m.name.split("/", 1)
+                if len(parts) == 2 and m.isfile() and _template(parts[1]):
+                    m.name = parts[1]
+                    members.append(m)
+            tf.extractall(dest, members=members, filter="data")
+        (dest / _TEMPLATES_MARKER).write_text("1")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise UserError(f"cannot unpack {sdist.name}: {exc}", where="--vllm") from None
 
 
 def _complete(dest: Path, marker: str) -> bool:
@@ -186,6 +213,7 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
     dest = cache / "trees" / sha
     marker = f"{sha} v{EXTRACT_VERSION}"
     if _complete(dest, marker):
+        _add_templates(sdist, dest)
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
@@ -201,6 +229,7 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
                     members.append(m)
             tf.extractall(tmp, members=members, filter="data")
         (tmp / ".complete").write_text(marker)
+        (tmp / _TEMPLATES_MARKER).write_text("1")
         if dest.exists() and not _complete(dest, marker):
             shutil.rmtree(dest)  # a half-written or outdated extraction
         try:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat.sources.tree import VllmTree
+from compat.vllm.cli_kwargs import DELETED, ArgSpec, Hint, KwargsProfile, apply_kwargs, from_hints, kwargs_profile
 
 SERVE_CLI = "vllm/entrypoints/cli/serve.py"
 ARG_UTILS = "vllm/engine/arg_utils.py"
@@ -79,6 +80,7 @@ class CliFlag:
     config_class: str | None = None  # dataclass whose field backs the flag
     config_field: str | None = None
     conditional: str | None = None  # unparsed `if` test guarding the add_argument call
+    spec: ArgSpec | None = None  # what argparse is told (action, nargs, type, choices, default)
 
 
 @dataclass
@@ -111,6 +113,7 @@ class CliSurface:
     subkeys: dict[str, set[str]] = field(default_factory=dict)  # canonical flag -> dotted keys
     subkey_sources: dict[str, SubkeySource] = field(default_factory=dict)
     sources: list[SourceStatus] = field(default_factory=list)
+    positionals: list[tuple[str, ArgSpec, str, int]] = field(default_factory=list)  # (dest, spec, file, line)
 
     def long_flags(self) -> set[str]:
         """Long option strings, without the `--no-*` twins."""
@@ -329,6 +332,24 @@ class SymbolResolver:
                     return True
         return False
 
+    def is_dict(self, cls: ClassInfo) -> bool:
+        """Derives from dict (`class X(dict[str, Y])`), directly or through resolved bases."""
+        for c in self.mro(cls):
+            for b in c.node.bases:
+                nm = _dotted(b.value if isinstance(b, ast.Subscript) else b) or ""
+                if nm.split(".")[-1] == "dict":
+                    return True
+        return False
+
+    def is_enum(self, cls: ClassInfo) -> bool:
+        """Derives from enum.Enum (or IntEnum, StrEnum, ...), directly or through resolved bases."""
+        for c in self.mro(cls):
+            for b in c.node.bases:
+                nm = _dotted(b) or ""
+                if nm.split(".")[-1] in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
+                    return True
+        return False
+
     def dataclass_fields(self, cls: ClassInfo) -> list[FieldInfo]:
         """Fields in definition order, base classes first (like `dataclasses.fields`)."""
         out: dict[str, FieldInfo] = {}
@@ -343,8 +364,52 @@ class SymbolResolver:
                         annotation=st.annotation,
                         classvar="ClassVar" in ann,
                         init=_field_init(st.value),
+                        value=st.value,
                     )
         return list(out.values())
+
+    def field_default(self, cls: ClassInfo, name: str, depth: int = 0) -> tuple[Any, str]:
+        """(default, kind) of a dataclass field: kind literal, factory:<Class> or unknown.
+
+        Follows `= OtherConfig.field` and `get_field(OtherConfig, "field")`, the two ways
+        EngineArgs borrows a config class's default.
+        """
+        fi = next((f for f in self.dataclass_fields(cls) if f.name == name), None)
+        if fi is None or depth > 8:
+            return None, "unknown"
+        return self._default_of(fi.value, fi.file, depth)
+
+    def _default_of(self, value: ast.expr | None, rel: str, depth: int) -> tuple[Any, str]:
+        if value is None:
+            return None, "unknown"  # no default: required
+        if isinstance(value, ast.Call):
+            fn = (_dotted(value.func) or "").split(".")[-1]
+            kw = {k.arg: k.value for k in value.keywords if k.arg}
+            if fn in ("field", "Field"):
+                if "default" in kw:
+                    return self._default_of(kw["default"], rel, depth + 1)
+                if value.args and fn == "Field":
+                    return self._default_of(value.args[0], rel, depth + 1)
+                factory = kw.get("default_factory")
+                name = _dotted(factory) if factory is not None else None
+                if name in ("list", "dict", "set", "tuple"):
+                    return {"list": [], "dict": {}, "set": [], "tuple": []}[name], "literal"
+                if name:
+                    return None, f"factory:{name.split('.')[-1]}"
+                return None, "unknown"
+            if fn == "get_field" and len(value.args) == 2 and isinstance(value.args[1], ast.Constant):
+                owner = self.resolve_class(rel, _dotted(value.args[0]) or "")
+                if owner is not None:
+                    return self.field_default(owner, str(value.args[1].value), depth + 1)
+            return None, "unknown"
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+            owner = self.resolve_class(rel, value.value.id)
+            if owner is not None and self.is_dataclass(owner):
+                return self.field_default(owner, value.attr, depth + 1)
+        try:
+            return ast.literal_eval(value), "literal"
+        except (ValueError, SyntaxError, TypeError):
+            return None, "unknown"
 
 
 @dataclass
@@ -356,6 +421,7 @@ class FieldInfo:
     annotation: ast.expr
     classvar: bool
     init: bool
+    value: ast.expr | None = None  # the assigned default (`= 8`, `= field(...)`)
 
 
 def _field_init(value: ast.expr | None) -> bool:
@@ -380,12 +446,7 @@ def _dotted(node: ast.AST | None) -> str | None:
 # --------------------------------------------------------------------------- annotations
 
 
-@dataclass
-class _Hint:
-    kind: str  # None|bool|int|float|str|dict|list|tuple|set|Literal|class|other
-    name: str = ""
-    values: list[Any] | None = None
-    cls: ClassInfo | None = None
+_Hint = Hint  # one member of an annotation's union (compat.vllm.cli_kwargs)
 
 
 class AnnotationReader:
@@ -424,13 +485,22 @@ class AnnotationReader:
                     try:
                         vals.append(ast.literal_eval(e))
                     except ValueError:
-                        vals.append(ast.unparse(e))
-                return [_Hint("Literal", values=vals)]
+                        # Literal[OtherAlias, "x"]: typing flattens a nested Literal alias
+                        nested = [h for h in self.hints(e, rel, depth + 1) if h.kind == "Literal"]
+                        if nested:
+                            vals.extend(nested[0].values or [])
+                        else:
+                            vals.append(ast.unparse(e))
+                return [_Hint("Literal", values=vals, file=rel, line=node.lineno)]
             low = origin.lower()
             if low in ("dict", "mapping", "mutablemapping"):
-                return [_Hint("dict")]
+                return [_Hint("dict", elems=[self.hints(e, rel, depth + 1) for e in elts])]
             if low in ("list", "sequence", "tuple", "set", "frozenset"):
-                return [_Hint("tuple" if low == "tuple" else "list")]
+                ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts)
+                members = [self.hints(e, rel, depth + 1) for e in elts
+                           if not (isinstance(e, ast.Constant) and e.value is Ellipsis)]
+                kind = "tuple" if low == "tuple" else "set" if low in ("set", "frozenset") else "list"
+                return [_Hint(kind, elems=members, ellipsis=ellipsis)]
             return [_Hint("other", name=origin)]
         name = _dotted(node)
         if name is None:
@@ -448,7 +518,11 @@ class AnnotationReader:
         if got is not None:
             frel, defn = got
             if isinstance(defn, ast.ClassDef):
-                return [_Hint("class", name=defn.name, cls=ClassInfo(defn.name, frel, defn))]
+                info = ClassInfo(defn.name, frel, defn)
+                if self.r.is_enum(info):
+                    return [_Hint("enum", name=defn.name, cls=info, file=frel, line=defn.lineno)]
+                return [_Hint("class", name=defn.name, cls=info, file=frel, line=defn.lineno,
+                              is_dataclass=self.r.is_dataclass(info), dict_subclass=self.r.is_dict(info))]
             alias_val = None
             if isinstance(defn, (ast.Assign, ast.AnnAssign)) or (
                     _TYPE_ALIAS is not None and isinstance(defn, _TYPE_ALIAS)):
@@ -484,7 +558,7 @@ class AnnotationReader:
             return "int", None, None
         if "float" in kinds:
             return "float", None, None
-        non_builtin = any(h.kind in ("class", "other") for h in hints)
+        non_builtin = any(h.kind in ("class", "enum", "other") for h in hints)
         if "dict" in kinds and ("str" in kinds or non_builtin):
             return "json_or_str", None, None
         if "dict" in kinds:
@@ -512,6 +586,8 @@ class _CliExtractor:
         self.r = SymbolResolver(tree)
         self.ann = AnnotationReader(self.r)
         self.flags: list[CliFlag] = []
+        self.positionals: list[tuple[str, ArgSpec, str, int]] = []
+        self._profile: KwargsProfile | None = None
         self.sources: list[SourceStatus] = []
         self._visited: set[tuple[str, int]] = set()
 
@@ -627,13 +703,14 @@ class _CliExtractor:
         """`xxx_kwargs["field"]["type"] = ...` and `alias["type"] = ...` in the function."""
         out: dict[tuple[str, str], dict[str, ast.expr]] = {}
         for st in ast.walk(fn):
-            if not isinstance(st, ast.Assign):
+            if not isinstance(st, (ast.Assign, ast.Delete)):
                 continue
             for t in st.targets:
                 key = _override_target(t, kwvars)
                 if key is not None:
                     (owner, fld), attr = key
-                    out.setdefault((owner, fld), {})[attr] = st.value
+                    out.setdefault((owner, fld), {})[attr] = st.value if isinstance(st, ast.Assign) \
+                        else DELETED
         return out
 
     def _field_type(self, cls: ClassInfo | None, fld: str) -> tuple[str, str | None, list[str] | None, FieldInfo | None]:
@@ -652,9 +729,12 @@ class _CliExtractor:
             self._fields_expansion(ctx, call)
             return
         opts = [a for a in lits if a.value.startswith("-")]
-        if not opts:
-            return  # positional (model_tag)
         kw = {k.arg: k.value for k in call.keywords if k.arg}
+        if not opts:
+            if lits:  # the positional `model_tag`
+                spec = apply_kwargs(ArgSpec(dest=lits[0].value), kw, ctx.file, call.lineno)
+                self.positionals.append((lits[0].value, spec, ctx.file, lits[0].lineno))
+            return
         # `**{**cache_kwargs["x"], "default": None}`: unfold dict literals into spreads + keywords.
         spreads: list[ast.expr] = []
         pending = [k.value for k in call.keywords if k.arg is None]
@@ -681,26 +761,39 @@ class _CliExtractor:
         if backing_field is not None:
             value_type, json_class, choices, _fi = self._field_type(backing_cls, backing_field)
             ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
-            value_type, choices = _apply_overrides(value_type, choices, ov)
+            value_type, choices = _apply_overrides(value_type, choices, _live(ov))
         value_type, choices = _apply_explicit(value_type, choices, kw, explicit_only=backing_field is None)
+        spec = self._field_spec(backing_cls, backing_field) if backing_field is not None else ArgSpec()
+        if backing_field is not None:
+            ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
+            apply_kwargs(spec, ov, ctx.file, call.lineno)
         ch = kw.get("choices")
-        if choices is None and isinstance(ch, ast.Call) and _dotted(ch.func) in (
-                "get_args", "typing.get_args") and ch.args:
+        get_args = isinstance(ch, ast.Call) and _dotted(ch.func) in ("get_args", "typing.get_args") \
+            and bool(ch.args)
+        apply_kwargs(spec, {k: v for k, v in kw.items() if not (k == "choices" and get_args)},
+                     ctx.file, call.lineno, lambda node: self.r._default_of(node, ctx.file, 0))
+        if get_args:
             lits = [h for h in self.ann.hints(ch.args[0], ctx.file) if h.kind == "Literal"]
             if lits:
-                choices, value_type = [str(v) for v in lits[0].values or []], "choice"
+                if choices is None:
+                    choices, value_type = [str(v) for v in lits[0].values or []], "choice"
+                spec.choices, spec.metavar_only = list(lits[0].values or []), False
+                spec.choices_file, spec.choices_line = lits[0].file, lits[0].line
+            else:
+                spec.unknown = f"choices={ast.unparse(ch)} is not a Literal alias"
         longs = [a.value for a in opts if a.value.startswith("--")]
         canonical = longs[0] if longs else opts[0].value
         dest = kw_dest(kw) or canonical.lstrip("-").replace("-", "_")
+        spec.dest = dest
         for a in opts:
             kind = "long" if a.value.startswith("--") else "short"
             self.flags.append(CliFlag(
                 flag=a.value, kind=kind, canonical=canonical, dest=dest, file=ctx.file,
                 line=a.lineno, value_type=value_type, json_class=json_class, choices=choices,
                 source=ctx.source, config_class=backing_cls.name if backing_cls else None,
-                config_field=backing_field, conditional=cond))
-        if value_type == "bool" and _negates(kw, backing_field is not None, overrides.get(
-                (backing_cls.name if backing_cls else "?", backing_field or ""), {})):
+                config_field=backing_field, conditional=cond, spec=spec))
+        if value_type == "bool" and _negates(kw, backing_field is not None, _live(overrides.get(
+                (backing_cls.name if backing_cls else "?", backing_field or ""), {}))):
             for a in opts:
                 if a.value.startswith("--"):
                     self.flags.append(CliFlag(
@@ -719,11 +812,17 @@ class _CliExtractor:
                 continue
             vt, jc, ch = self.ann.classify(self.ann.hints(fi.annotation, fi.file))
             cust = customs.get(fi.name, {})
-            vt, ch = _apply_overrides(vt, ch, {k: v for k, (v, _f, _l) in cust.items()})
+            vt, ch = _apply_overrides(vt, ch, {k: v for k, (v, _f, _l) in cust.items()
+                                               if v is not DELETED})
+            spec = self._field_spec(cls, fi.name)
+            for key, (node, cfile, cline) in cust.items():
+                if key != "flags":
+                    apply_kwargs(spec, {key: node}, cfile, cline)
             long = "--" + fi.name.replace("_", "-")
             common: dict[str, Any] = {
                 "canonical": long, "dest": fi.name, "value_type": vt, "json_class": jc,
-                "choices": ch, "source": fi.owner, "config_class": fi.owner, "config_field": fi.name}
+                "choices": ch, "source": fi.owner, "config_class": fi.owner, "config_field": fi.name,
+                "spec": spec}
             self.flags.append(CliFlag(flag=long, kind="long", file=fi.file, line=fi.line, **common))
             if "flags" in cust:
                 node, ffile, fline = cust["flags"]
@@ -739,6 +838,20 @@ class _CliExtractor:
                 self.flags.append(CliFlag(flag="--no-" + long[2:], kind="negated", file=fi.file,
                                           line=fi.line, **{**common, "value_type": "bool"}))
 
+    def _field_spec(self, cls: ClassInfo | None, name: str) -> ArgSpec:
+        """ArgSpec `_compute_kwargs` gives a config field, with the field's default."""
+        if cls is None:
+            return ArgSpec(dest=name, unknown="backing config class not resolved")
+        fi = next((f for f in self.r.dataclass_fields(cls) if f.name == name), None)
+        if fi is None:
+            return ArgSpec(dest=name, unknown=f"{cls.name} has no field {name}")
+        if self._profile is None:
+            fn = self.r.resolve(ARG_UTILS, "_compute_kwargs")
+            self._profile = kwargs_profile(fn[1] if fn and isinstance(fn[1], ast.FunctionDef) else None)
+        spec = from_hints(self.ann.hints(fi.annotation, fi.file), name, self._profile)
+        spec.default, spec.default_kind = self.r.field_default(cls, name)
+        return spec
+
     def _customizations(self, cls: ClassInfo) -> dict[str, dict[str, tuple[ast.expr, str, int]]]:
         """`kwargs["field"]["attr"] = value` in `_customize_cli_kwargs` / `add_cli_args` along the MRO."""
         out: dict[str, dict[str, tuple[ast.expr, str, int]]] = {}
@@ -748,16 +861,22 @@ class _CliExtractor:
                         "customize" in st.name or st.name == "add_cli_args")):
                     continue
                 for node in ast.walk(st):
-                    if not isinstance(node, ast.Assign):
+                    if not isinstance(node, (ast.Assign, ast.Delete)):
                         continue
                     for t in node.targets:
                         if (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
                                 and isinstance(t.value, ast.Subscript)
                                 and isinstance(t.value.slice, ast.Constant)
                                 and isinstance(t.value.slice.value, str)):
+                            value = node.value if isinstance(node, ast.Assign) else DELETED
                             out.setdefault(t.value.slice.value, {})[str(t.slice.value)] = (
-                                node.value, c.file, node.lineno)
+                                value, c.file, node.lineno)
         return out
+
+
+def _live(ov: dict[str, Any]) -> dict[str, Any]:
+    """Customisations without the `del`eted keys."""
+    return {k: v for k, v in ov.items() if v is not DELETED}
 
 
 def _is_get_kwargs(node: ast.AST) -> bool:
@@ -962,6 +1081,18 @@ def extract_cli(tree: VllmTree) -> CliSurface:
         ex.sources.append(SourceStatus(
             "EngineArgs.add_cli_args", "unknown",
             reason="make_arg_parser never reaches EngineArgs.add_cli_args (layout changed?)"))
+    inverse = inverse_prefixes(tree)
+    if inverse is not None:  # --enable-x also answers to --disable-x (EnableDisableAction)
+        have = {f.flag for f in flags}
+        for f in [f for f in flags if f.kind == "negated"]:
+            base = "--" + f.flag[len("--no-"):]
+            for prefix, other in inverse["prefixes"].items():
+                twin = other + base[len(prefix):]
+                if base.startswith(prefix) and twin not in have:
+                    flags.append(CliFlag(twin, "negated", f.canonical, f.dest, inverse["file"], inverse["line"],
+                                         "bool", source=f.source, config_class=f.config_class,
+                                         config_field=f.config_field, conditional=f.conditional, spec=f.spec))
+                    have.add(twin)
     bad = [s for s in ex.sources if s.status != "ok"]
     longs = [f for f in flags if f.kind == "long"]
     if not longs:
@@ -970,7 +1101,40 @@ def extract_cli(tree: VllmTree) -> CliSurface:
         status, reason = "partial", "; ".join(f"{s.name}: {s.reason}" for s in bad)
     else:
         status, reason = "ok", None
-    return CliSurface(tree.version, status, reason, flags, subkeys, sub_src, ex.sources)
+    return CliSurface(tree.version, status, reason, flags, subkeys, sub_src, ex.sources, ex.positionals)
+
+
+ARGPARSE_UTILS = "vllm/utils/argparse_utils.py"
+
+
+def inverse_prefixes(tree: VllmTree) -> dict[str, Any] | None:
+    """`{"prefixes": {"--enable-": "--disable-", ...}, file, line}` when the release's
+    FlexibleArgumentParser registers a BooleanOptionalAction subclass pairing `--enable-x`
+    with `--disable-x` (vLLM's EnableDisableAction, 0.33), else None."""
+    mod = tree.parse(ARGPARSE_UTILS)
+    if mod is None:
+        return None
+    classes = {st.name: st for st in mod.body if isinstance(st, ast.ClassDef)}
+    registered = set()
+    for node in ast.walk(mod):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register" \
+                and len(node.args) == 3 and isinstance(node.args[0], ast.Constant) \
+                and node.args[0].value == "action" and (_dotted(node.args[1]) or "").endswith("BooleanOptionalAction"):
+            registered.add(_dotted(node.args[2]) or "")
+    for name in registered:
+        cls = classes.get(name)
+        if cls is None:
+            continue
+        for st in cls.body:
+            target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else None
+            if isinstance(target, ast.Name) and target.id == "_inverse_prefixes":
+                try:
+                    prefixes = ast.literal_eval(st.value)
+                except (ValueError, SyntaxError, TypeError):
+                    return None
+                if isinstance(prefixes, dict):
+                    return {"prefixes": prefixes, "class": name, "file": ARGPARSE_UTILS, "line": st.lineno}
+    return None
 
 
 def _candidate_files(ex: _CliExtractor, f: CliFlag) -> list[str]:

@@ -219,6 +219,7 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
             flag_rows.append({"flag": f"{flag}.{key}", "kind": "subkey", "canonical": flag,
                               "value_type": "", "file": (src.file if src else "") or "",
                               "line": (src.line if src else 0) or 0})
+    value_rows, config_rows = cli_value_rows(tree, cli) if cli.status != "unknown" else ([], [])
     parsers = extract_parsers(tree)
     parser_rows = []
     for ps in (parsers.tool, parsers.reasoning):
@@ -249,8 +250,82 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
                               "line": c.line, "value": c.value, "via": c.via})
     release_rows.append(runner_default(tree))
     release_rows.append(requirements_fact(tree))
-    return {"cli_flag": flag_rows, "parser_name": parser_rows, "raise_message": raise_rows,
+    release_rows.append(chat_template_files(tree))
+    from compat.vllm.cli_surface import inverse_prefixes
+
+    inverse = inverse_prefixes(tree)
+    release_rows.append({"key": "boolean_inverse_prefixes", "value": json.dumps(inverse),
+                         "file": inverse["file"] if inverse else "", "line": inverse["line"] if inverse else 0})
+    return {"cli_flag": flag_rows, "cli_value": value_rows, "config_field": config_rows,
+            "parser_name": parser_rows, "raise_message": raise_rows,
             "gate_status": gate_rows, "class_attr_fact": attr_rows, "release_fact": release_rows}, notes
+
+
+def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
+    """argparse's view of every option (`cli_value`) and the config classes JSON flags name."""
+    from dataclasses import asdict
+
+    from compat.vllm.cli_surface import SymbolResolver
+    from compat.vllm.config_schema import ROOT_ALSO, extract_config_schema
+
+    strings: dict[str, list[str]] = {}  # what add_argument receives; --no-x forms argparse derives
+    for f in cli.flags:
+        if f.kind in ("long", "short"):
+            strings.setdefault(f.canonical, []).append(f.flag)
+    rows = []
+    seen: set[str] = set()
+    for f in cli.flags:
+        if f.kind != "long" or f.canonical in seen or f.spec is None:
+            continue
+        seen.add(f.canonical)
+        rows.append(_value_row(f.canonical, strings[f.canonical], f.spec, f.file, f.line))
+    for dest, spec, file, line in cli.positionals:
+        rows.append(_value_row(dest, [], spec, file, line))
+    r = SymbolResolver(tree)
+    roots = []
+    for src in cli.subkey_sources.values():
+        if src.status == "ok" and src.file:
+            cls = r.resolve_class(src.file, src.json_class)
+            if cls is not None:
+                roots.append(cls)
+    for name in ROOT_ALSO:
+        cls = r.find_class_anywhere(name)
+        if cls is not None:
+            roots.append(cls)
+    config_rows = [asdict(c) for c in extract_config_schema(r, roots)]
+    return rows, config_rows
+
+
+def _value_row(flag: str, option_strings: list[str], spec: Any, file: str, line: int) -> dict:
+    return {
+        "flag": flag, "option_strings": json.dumps(option_strings), "dest": spec.dest,
+        "action": spec.action, "nargs": "" if spec.nargs is None else str(spec.nargs),
+        "const": json.dumps(spec.const), "type": spec.type or "", "parse": int(spec.parse),
+        "optional": int(spec.optional), "callable_src": spec.callable_src, "json_class": spec.json_class or "",
+        "choices": json.dumps(spec.choices), "metavar_only": int(spec.metavar_only),
+        "choices_file": spec.choices_file, "choices_line": spec.choices_line,
+        "default": json.dumps(spec.default if not isinstance(spec.default, (set, tuple)) else list(spec.default)),
+        "default_kind": spec.default_kind, "unknown": spec.unknown, "file": file, "line": line,
+    }
+
+
+def chat_template_files(tree: VllmTree) -> dict:
+    """Chat template files a `--chat-template PATH` can name: the release's examples/ (present
+    in vLLM's docker image, whose working directory is the repository root) and the built-in
+    templates next to `vllm/transformers_utils/chat_templates/registry.py`."""
+    import os
+
+    files: list[str] = []
+    for base in ("examples", "vllm/transformers_utils/chat_templates"):
+        root = tree.root / base
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for fn in sorted(filenames):
+                rel = os.path.relpath(os.path.join(dirpath, fn), tree.root).replace(os.sep, "/")
+                if fn.endswith(".jinja"):
+                    files.append(rel)
+    value = {"files": files} if (tree.root / "examples").is_dir() else {"files": None}
+    return {"key": "chat_template_files", "value": json.dumps(value), "file": "examples", "line": 0}
 
 
 def runner_default(tree: VllmTree) -> dict:
