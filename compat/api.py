@@ -76,6 +76,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat.verdict.engine import Judge
     from compat.verdict.knowledge import load_knowledge
     from compat.verdict.releases import ReleasePool
+    from compat.verdict.shell import read_placeholders
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -128,10 +129,12 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     with dbm.writing(db_path) as engine:
         for v in releases:
             write_facts(engine, facts_all[v])
-        judges = {v: Judge(load_knowledge(engine, v, trees[v]), models, recipe_moe) for v in releases}
+        shell = read_placeholders(Path(recipes))  # $HEAD_IP & co.: values the user's shell supplies
+        dbm.replace_rows(engine, dbm.ShellVariable, shell.rows())
+        judges = {v: Judge(load_knowledge(engine, v, trees[v]), models, recipe_moe, shell) for v in releases}
         # Local trees only: stay offline, and search works_from among them (as for model facts).
         index = _index_or_none() if (versions or not explicit) else None
-        pool = ReleasePool(judges, models, recipe_moe, index=index, progress=progress)
+        pool = ReleasePool(judges, models, recipe_moe, index=index, progress=progress, shell=shell)
         written, by_status, book, judged = _judge_all(engine, combos, releases, explicit, pin_of,
                                                       unavailable, pool, renderer(repo), say)
         _plan_fixes(repo, pool, book, judged, explicit, pin_of, say)

@@ -17,7 +17,11 @@ from typing import Any
 from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
 from compat.verdict import gates
+from compat.verdict.arguments import check_arguments
+from compat.verdict.config_values import format_errors
 from compat.verdict.knowledge import Knowledge
+from compat.verdict.shell import ShellVars
+from compat.vllm.cli_surface import INTERNAL_FIELDS
 from compat.vocab import status_rank, worst
 from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
 
@@ -26,6 +30,7 @@ NOTE = "note"
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
 EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
+INTERNAL_SPEC_FIELDS = INTERNAL_FIELDS["SpeculativeConfig"]
 
 
 @dataclass
@@ -34,7 +39,9 @@ class Finding:
     step: str
     message: str = ""
     evidence: list[str] = field(default_factory=list)
-    stage: str = "config"  # config: rejected while building the config; startup: at model load / engine start
+    # argument: vLLM's argument handling (parse, validate_parsed_serve_args, API-server checks);
+    # config: rejected while building the config; startup: at model load / engine start
+    stage: str = "config"
     key: str = ""  # what failed, the same at every release ('flag:--nnodes', 'target_pp'); '' = the step
 
 
@@ -54,13 +61,15 @@ class Outcome:
     config_status: str = "ok"  # the verdict counting only config-time checks (what golden data covers)
     version: str = ""
     keys: list[tuple[str, str]] = field(default_factory=list)  # (status, finding_key) per chain step
+    findings: list[Finding] = field(default_factory=list)  # every step, as added
 
     def add(self, f: Finding) -> None:
+        self.findings.append(f)
         self.keys.append((f.status, finding_key(f, self.version)))
         if f.status == NOTE:  # context for the reader; decides nothing
             self.chain.append(f"[{NOTE}] {f.step}")
             return
-        if f.stage == "config" and status_rank(f.status) > status_rank(self.config_status):
+        if f.stage in ("argument", "config") and status_rank(f.status) > status_rank(self.config_status):
             self.config_status = f.status
         self.chain.append(f"[{f.status}] {f.step}")
         for e in f.evidence:
@@ -103,9 +112,13 @@ class Judge:
     """Decides combinations at one release; caches per model and speculative config."""
 
     def __init__(self, k: Knowledge, models: ModelResolver,
-                 recipe_moe: dict[str, bool] | None = None) -> None:
+                 recipe_moe: dict[str, bool] | None = None, shell: ShellVars | None = None) -> None:
         self.k = k
         self.models = models
+        # Placeholders the recipes define ($HEAD_IP, ...): values the user's shell supplies.
+        self.shell = shell if shell is not None else ShellVars()
+        self._arg_cache: dict[tuple[str, ...], list[Finding]] = {}
+        self.config_loader: Any = None  # reads a `--config` YAML the argv names (compat lint)
         # The recipe's own `model.architecture: moe|dense`, used only when the model's
         # config does not give an expert count (and said so in the chain).
         self.recipe_moe = recipe_moe or {}
@@ -128,9 +141,16 @@ class Judge:
         for role, argv in c.argvs:
             args = _parse(argv)
             prefix = f"{role}: " if role else ""
-            for f in self._flags(args, prefix):
+            checked = self.arguments(argv)
+            if checked is None:  # no argparse facts for this release: flag names only
+                for f in self._flags(args, prefix):
+                    out.add(f)
+            else:
+                for f in checked:
+                    out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else ""))
+            for f in self._parsers(args, prefix, tool=checked is None):
                 out.add(f)
-            for f in self._parsers(args, prefix):
+            for f in self._spec_keys(args, prefix):
                 out.add(f)
             for f in self._model(c, args, facts, prefix):
                 out.add(f)
@@ -138,7 +158,47 @@ class Judge:
             out.add(Finding("ok", "no check failed"))
         return out
 
-    # -- flags and parsers -----------------------------------------------------------
+    # -- arguments, flags and parsers -----------------------------------------------
+    def arguments(self, argv: tuple[str, ...] | list[str]) -> list[Finding] | None:
+        """vLLM's own argument handling of one argv at this release (compat.verdict.arguments):
+        findings with stage `argument`; None when the release's option facts are missing."""
+        key = tuple(argv)
+        if key in self._arg_cache:
+            return self._arg_cache[key]
+        if not self.k.values:
+            return None
+        partial = any(n.startswith("cli: partial") for n in self.k.notes)
+        out = []
+        for af in check_arguments(self.k, list(argv), self.shell, self.config_loader).findings:
+            status = af.status
+            if partial and af.key[:1] == ("unrecognized",):
+                status = "unknown"  # the flag list of this release is incomplete
+            out.append(Finding(status, af.step, af.message, [e for e in af.evidence if e], "argument",
+                               "arg:" + "|".join(af.key)))
+        self._arg_cache[key] = out
+        return out
+
+    def _spec_keys(self, args: ServeArgs, prefix: str) -> list[Finding]:
+        """--speculative-config is parsed as plain JSON; SpeculativeConfig(**it) validates its keys
+        and values when the engine config is built (pydantic, extra forbidden)."""
+        spec = args.speculative_config
+        sp = self.k.serve_parser
+        if not isinstance(spec, dict) or sp is None or "SpeculativeConfig" not in sp.validator.schemas:
+            return []
+        res = sp.validator.validate("SpeculativeConfig", spec)
+        # Fields vLLM fills itself are not keys a user sets (research §5.1); method and model
+        # are judged by the speculative checks.
+        errors = [e for e in res.errors if e.type == "unexpected_keyword_argument" or (
+            e.loc and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
+            and e.type != "missing_argument")]
+        if not errors:
+            return []
+        msg = format_errors("SpeculativeConfig", errors)
+        heads = "; ".join(f"{'.'.join(e.loc)}: {e.msg}" for e in errors)
+        return [Finding("blocked", f"{prefix}--speculative-config: SpeculativeConfig of vLLM {self.k.version} "
+                        f"rejects it ({heads})", msg, res.evidence[:2],
+                        key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}")]
+
     def _flags(self, args: ServeArgs, prefix: str) -> list[Finding]:
         k = self.k
         if not k.flags:
@@ -180,10 +240,11 @@ class Judge:
                                f"{args.speculative_config_error}", args.speculative_config_error))
         return out
 
-    def _parsers(self, args: ServeArgs, prefix: str) -> list[Finding]:
+    def _parsers(self, args: ServeArgs, prefix: str, tool: bool = True) -> list[Finding]:
+        """Parser names (the tool parser only when the release's own API-server check is not run)."""
         k, out = self.k, []
         checks = []
-        if args.tool_call_parser and args.enable_auto_tool_choice:
+        if tool and args.tool_call_parser and args.enable_auto_tool_choice:
             checks.append(("tool", args.tool_call_parser, "--tool-call-parser",
                            f"invalid tool call parser: {args.tool_call_parser}"))
         if args.reasoning_parser and args.reasoning_parser != "none":

@@ -36,13 +36,39 @@ class Knowledge:
     class_attrs: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     release_facts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    values: list[dict[str, Any]] = field(default_factory=list)  # cli_value rows, in registration order
+    config_rows: list[dict[str, Any]] = field(default_factory=list)  # config_field rows
     _runner: OverrideRunner | None = None
+    _serve_parser: Any = None
+    _serve_rules: Any = None
 
     @property
     def runner(self) -> OverrideRunner | None:
         if self._runner is None and self.tree is not None:
             self._runner = OverrideRunner(self.tree)
         return self._runner
+
+    @property
+    def serve_parser(self) -> Any:
+        """The release's `vllm serve` parser rebuilt from its facts (compat.verdict.arguments)."""
+        if self._serve_parser is None and self.values:
+            from compat.verdict.arguments import ServeParser
+            from compat.verdict.config_values import Validator, schemas_from_rows
+
+            self._serve_parser = ServeParser(self.values, Validator(schemas_from_rows(self.config_rows)),
+                                             self.version, self.tree,
+                                             self.release_facts.get("boolean_inverse_prefixes"))
+        return self._serve_parser
+
+    @property
+    def serve_rules(self) -> Any:
+        """validate_parsed_serve_args / validate_api_server_args of the release (compat.verdict.serve_rules)."""
+        if self._serve_rules is None:
+            from compat.verdict.serve_rules import ServeRules
+
+            files = (self.release_facts.get("chat_template_files") or {}).get("files")
+            self._serve_rules = ServeRules(self.tree, self.parsers, files, self.version)
+        return self._serve_rules
 
     def raise_at(self, needle: str) -> str:
         """file:line of the first raise whose template contains `needle`, else ''."""
@@ -58,13 +84,15 @@ class Knowledge:
 
 #: Fact tables the engine reads, by table name.
 _TABLES = ("arch_capability", "spec_method", "draft_parallel", "cli_flag", "parser_name", "gate_status",
-           "raise_message", "class_attr_fact", "release_fact")
+           "raise_message", "class_attr_fact", "release_fact", "cli_value", "config_field")
 
 
 def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowledge:
     """Knowledge of `version` from the fact rows in a database."""
     with engine.connect() as conn:
-        tables = {t: dict_rows(conn, f"select * from {t} where vllm_version = ?", (version,)) for t in _TABLES}
+        # in insertion order: the order options were registered in is argparse's order
+        tables = {t: dict_rows(conn, f"select * from {t} where vllm_version = ? order by id", (version,))
+                  for t in _TABLES}
         rel = dict_rows(conn, "select notes from release where version = ?", (version,))
     return knowledge_from_facts(version, tree, tables, json.loads(rel[0]["notes"] or "[]") if rel else [])
 
@@ -87,6 +115,8 @@ def knowledge_from_facts(version: str, tree: VllmTree | None, tables: dict[str, 
             k.subkeys[flag].add(key)
         else:
             k.flags[r["flag"]] = r
+    k.values = list(tables.get("cli_value", []))
+    k.config_rows = list(tables.get("config_field", []))
     for r in tables.get("parser_name", []):
         k.parsers[r["kind"]].add(r["name"])
     for r in tables.get("gate_status", []):

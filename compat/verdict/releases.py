@@ -56,10 +56,11 @@ class ReleasePool:
 
     def __init__(self, judges: dict[str, Judge], models: ModelResolver,
                  recipe_moe: dict[str, bool] | None = None, index: Sequence[str] | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, shell: Any = None) -> None:
         self.judges = dict(judges)
         self.models = models
         self.recipe_moe = recipe_moe or {}
+        self.shell = shell  # the recipes' shell placeholders (compat.verdict.shell), for scanned releases
         self.say = progress or (lambda _m: None)
         self.exhaustive = index is not None
         self.releases = final_releases(index if index is not None else judges)
@@ -88,7 +89,7 @@ class ReleasePool:
             self.unavailable[version] = exc.line()
             return None
         knowledge = knowledge_from_facts(version, tree, facts, _notes(facts))
-        judge = Judge(knowledge, self.models, self.recipe_moe)
+        judge = Judge(knowledge, self.models, self.recipe_moe, self.shell)
         self.judges[version] = judge
         return judge
 

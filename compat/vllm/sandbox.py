@@ -264,3 +264,74 @@ def call_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, *args: Any,
         first = _STATE["first"]
         _STATE["marker"] = None
     return result, first
+
+
+class IsolatedProgram:
+    """Several functions of one release compiled together, for code that calls its helpers.
+
+    `functions` maps a global name to (FunctionDef, file); each is compiled alone, as
+    `call_isolated` does (decorators and annotations dropped, attributes checked), into
+    one shared globals dict holding the others and the host objects the caller vouches
+    for (`host`: stubs standing for what the source would import). `imports` answers an
+    in-function `from vllm.x import name` with a host object, or None to fall back to
+    the literal constants of that module. Every call runs under the line and time budget.
+    """
+
+    MARKER = "<isolated program>"
+
+    def __init__(self, tree: VllmTree, functions: dict[str, tuple[ast.FunctionDef, str]],
+                 host: dict[str, Any], imports: Any = None) -> None:
+        self.tree = tree
+        g = _globals_for(tree, next(iter(functions.values()))[0]) if functions else {}
+        base_import = g["__builtins__"]["__import__"]
+
+        def importer(name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (),
+                     level: int = 0) -> Any:
+            if imports is not None and name.startswith("vllm.") and fromlist:
+                mod = types.ModuleType(name)
+                for f in fromlist:
+                    obj = imports(name, f)
+                    if obj is None:
+                        return base_import(name, globals_, locals_, fromlist, level)
+                    setattr(mod, f, obj)
+                return mod
+            return base_import(name, globals_, locals_, fromlist, level)
+
+        g["__builtins__"] = dict(g["__builtins__"], __import__=importer)
+        g.update(host)
+        self.globals = g
+        for name, (fn, _file) in functions.items():
+            _check_attrs(fn)
+            fn2 = _copy.deepcopy(fn)
+            fn2.decorator_list = []
+            fn2.returns = None
+            for a in [*fn2.args.posonlyargs, *fn2.args.args, *fn2.args.kwonlyargs,
+                      fn2.args.vararg, fn2.args.kwarg]:
+                if a is not None:
+                    a.annotation = None
+            fn2.name = name
+            code = compile(ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), self.MARKER, "exec")
+            exec(code, g)  # noqa: S102 (defines the function only)
+
+    def call(self, name: str, *args: Any) -> Any:
+        func = self.globals[name]
+        deadline = time.monotonic() + TIME_LIMIT_S
+        count = [0]
+
+        def tracer(frame: Any, event: str, _arg: Any) -> Any:
+            if frame.f_code.co_filename != self.MARKER:
+                return None
+            if event == "line":
+                count[0] += 1
+                if count[0] > LINE_BUDGET or (count[0] % 1000 == 0 and time.monotonic() > deadline):
+                    raise SandboxError(f"{name} exceeded its time budget")
+            return tracer
+
+        old = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            return func(*args)
+        except NameError as exc:
+            raise SandboxError(f"{name} uses a global the analysis does not provide ({exc})") from None
+        finally:
+            sys.settrace(old)

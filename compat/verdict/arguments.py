@@ -1,0 +1,701 @@
+"""`vllm serve ARGV` read the way that release's CLI reads it, before anything touches a model.
+
+The stages are vLLM's own (`vllm/entrypoints/cli/main.py`, `serve.py`):
+
+1. `parse`: `FlexibleArgumentParser.parse_args` rewrites the argv (`--model` moved to the
+   front, `_` to `-` in option names, `-O3`, dotted `--x.key value` merged into one JSON
+   value per flag; `vllm/utils/argparse_utils.py`), then argparse parses it with the
+   options `make_arg_parser` registers. Here that parser is rebuilt with the standard
+   library's argparse from the release's `cli_value` facts (action, nargs, type,
+   choices, the positional `model_tag`) under a top-level `vllm` parser with a `serve`
+   subparser, as `main()` builds it; so option abbreviations, value counting, the order
+   of errors and argparse's wording are argparse's own. Type callables are re-created
+   from what they do (`int`, `human_readable_int`, `optional_type(json.loads)`, vLLM's
+   `parse_dataclass`, whose pydantic check is `compat.verdict.config_values`).
+2. `validate`: `validate_parsed_serve_args`, and 3. `api_server`: `validate_api_server_args`,
+   both run from the release's source in the sandbox (`compat.verdict.serve_rules`).
+
+argparse stops at the first error; to report every problem, the option that failed is
+relaxed (any value accepted) and the argv parsed again, so later findings say what vLLM
+would report once the earlier ones are fixed. The first finding is vLLM's message.
+
+Shell variables (`$HEAD_IP`) are values the user's shell supplies (`compat.verdict.shell`):
+a defined one passes any type check and is reported as unknown only where the value
+decides (choices, JSON); an undefined one is what the shell makes of it, an empty string.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.verdict.config_values import Validator, format_errors
+from compat.vllm.cli_kwargs import apply_chain, lambda_chain
+
+STAGES = ("parse", "validate", "api_server", "engine_args")
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DOTTED_KEY = re.compile(r"(?<=--)[^\.]*")
+_MAX_ROUNDS = 40
+
+
+@dataclass
+class ArgFinding:
+    """One thing vLLM's argument handling rejects (or that cannot be decided statically)."""
+
+    stage: str  # parse | validate | api_server | engine_args
+    status: str  # blocked | unknown | warning
+    step: str  # the reason, in a maintainer's words
+    message: str  # what vLLM prints ('' when vLLM says nothing)
+    evidence: list[str] = field(default_factory=list)
+    key: tuple[str, ...] = ()  # identity across releases: ("choice", "--moe-backend", "b12x")
+    exception: str = ""  # what vLLM raises: SystemExit (argparse), TypeError, KeyError, ...
+
+
+@dataclass
+class ArgResult:
+    findings: list[ArgFinding] = field(default_factory=list)
+    namespace: dict[str, Any] | None = None  # parsed values (None when parsing failed)
+
+
+class ShellValue(str):
+    """A value the user's shell supplies (`$NAME`): any type conversion accepts it."""
+
+    var: str
+
+    def __new__(cls, name: str, text: str | None = None) -> ShellValue:
+        obj = super().__new__(cls, text if text is not None else f"${name}")
+        obj.var = name
+        return obj
+
+
+class _Choices(list):
+    """argparse's choices, also containing every shell-supplied value (reported separately)."""
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, ShellValue) or list.__contains__(self, item)
+
+
+class _ParseError(Exception):
+    def __init__(self, prog: str, message: str, dest: str | None = None) -> None:
+        super().__init__(message)
+        self.prog, self.message, self.dest = prog, message, dest
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with errors raised instead of printed (prog and message kept)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _ParseError(self.prog, message)
+
+    def exit(self, status: int = 0, message: str | None = None):  # type: ignore[override]
+        raise _ParseError(self.prog, message or f"exit {status}")
+
+
+class _Raised(Exception):
+    """An exception vLLM's type callable lets escape argparse (a traceback, not a usage error)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+# --------------------------------------------------------------------------- preprocessing
+
+
+def human_readable_int(value: str) -> int:
+    """vLLM `utils/argparse_utils.py` `human_readable_int`: '25.6k' -> 25600, '1K' -> 1024."""
+    value = value.strip()
+    match = _HUMAN_INT.fullmatch(value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in "kmgt":
+            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
+        try:
+            return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to use "
+                f"{number}{suffix.lower()} instead?") from None
+    return int(value)
+
+
+def human_readable_int_or_auto(value: str) -> int:
+    value = value.strip()
+    if value == "-1" or value.lower() == "auto":
+        return -1
+    return human_readable_int(value)
+
+
+class PreprocessError(Exception):
+    def __init__(self, exc: str, message: str) -> None:
+        super().__init__(message)
+        self.exc, self.message = exc, message
+
+
+ConfigLoader = Any  # Callable[[str], Any]: the parsed YAML of a `--config` file (raises on bad input)
+
+
+def pull_config(args: list[str], load: ConfigLoader) -> list[str]:
+    """`FlexibleArgumentParser._pull_args_from_config`: the YAML's options spliced in after the
+    model (CLI > config > defaults), with `load_config_file`'s flattening of values."""
+    if args.count("--config") > 1:
+        raise PreprocessError("AssertionError", "More than one config file specified!")
+    index = args.index("--config")
+    if index == len(args) - 1:
+        raise PreprocessError("ValueError", "No config file specified! Please check your command-line arguments.")
+    path = args[index + 1]
+    extension = path.split(".")[-1]
+    if extension not in ("yaml", "yml"):
+        raise PreprocessError("ValueError", f"Config file must be of a yaml/yml type. {extension} supplied")
+    if load is None:
+        raise PreprocessError("unknown", f"--config {path}: the file is not read here")
+    config = load(path)
+    config_args: list[str] = []
+    for key, value in (config or {}).items():
+        if isinstance(value, bool):
+            if value:
+                config_args.append("--" + str(key))
+        elif isinstance(value, list):
+            if value:
+                config_args.append("--" + str(key))
+                config_args += [str(item) for item in value]
+        elif isinstance(value, dict):
+            config_args += ["--" + str(key), json.dumps(value)]
+        else:
+            config_args += ["--" + str(key), str(value)]
+    model_in_cli = len(args) > 1 and not args[1].startswith("-")
+    if not model_in_cli and "--model" not in config_args:
+        raise PreprocessError("ValueError", "No model specified! Please specify model either as a positional "
+                              "argument or in a config file.")
+    if model_in_cli:
+        return [args[0], args[1], *config_args, *args[2:index], *args[index + 2:]]
+    return [args[0], *config_args, *args[1:index], *args[index + 2:]]
+
+
+def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]:
+    """`FlexibleArgumentParser.parse_args` before argparse (args[0] == 'serve')."""
+    args = list(args)
+    if args and args[0] == "serve":
+        idx = next((i for i, a in enumerate(args) if re.match(r"^--model(=.+|$)", a)), None)
+        if idx is not None:
+            if args[idx] == "--model":
+                if idx + 1 >= len(args):
+                    raise PreprocessError("IndexError", "list index out of range")
+                tag, rest = args[idx + 1], idx + 2
+            else:
+                tag, rest = args[idx].removeprefix("--model="), idx + 1
+            args = ["serve", tag, *args[1:idx], *args[rest:]]
+        if (len(args) > 1 and args[1].startswith("-")
+                and not any(re.match(r"^--config(=.+|$)", a) for a in args)
+                and any(re.match(r"^--served[-_]model[-_]name(=.+|$)", a) for a in args)):
+            raise PreprocessError("ValueError", "`model` should be provided as the first positional argument "
+                                  "when using `vllm serve`. i.e. `vllm serve <model> --<arg> <value>`.")
+    if "--config" in args:
+        args = pull_config(args, config_loader)
+    processed: list[str] = []
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            if "=" in arg:
+                key, value = arg.split("=", 1)
+                processed.append(f"{_dash(key)}={value}")
+            else:
+                processed.append(_dash(arg))
+        elif arg.startswith("-O") and arg != "-O":
+            level = arg[3:] if arg[2] == "=" else arg[2:]
+            processed += ["--optimization-level", level]
+        elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
+            processed.append("--optimization-level")
+        else:
+            processed.append(arg)
+    delete: set[int] = set()
+    dict_args: dict[str, dict[str, Any]] = {}
+    for i, arg in enumerate(processed):
+        if i in delete:
+            continue
+        if arg.startswith("--") and "." not in arg:
+            continue
+        if arg.startswith("-") and "." in arg:
+            if "=" in arg:
+                arg, value_str = arg.split("=", 1)
+                if "." not in arg:
+                    continue
+            else:
+                if i + 1 >= len(processed):
+                    raise PreprocessError("IndexError", "list index out of range")
+                value_str = processed[i + 1]
+                delete.add(i + 1)
+            if arg.endswith("+"):
+                arg = arg[:-1]
+                value_str = json.dumps(list(value_str.split(",")))
+            key, *keys = arg.split(".")
+            try:
+                value: Any = json.loads(value_str)
+            except json.JSONDecodeError:
+                try:
+                    value = human_readable_int(value_str)
+                except (ValueError, argparse.ArgumentTypeError):
+                    value = value_str
+            nested: Any = value
+            for k in reversed(keys):
+                nested = {k: nested}
+            _merge(dict_args.setdefault(key, {}), nested)
+            delete.add(i)
+    out = [a for i, a in enumerate(processed) if i not in delete]
+    for key, value in dict_args.items():
+        out += [key, json.dumps(value)]
+    return out
+
+
+def _dash(arg: str) -> str:
+    return _DOTTED_KEY.sub(lambda m: m.group(0).replace("_", "-"), arg, count=1)
+
+
+def _merge(original: dict[str, Any], update: dict[str, Any]) -> None:
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def _expand_json_numbers(val: str) -> str:
+    """`_expand_json_human_readable_numbers`: bare `80m` tokens outside JSON strings."""
+    parts = re.split(r'("(?:[^"\\]|\\.)*")', val)
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", lambda m: str(human_readable_int(m.group())), parts[i])
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+class _Notes:
+    """What the type callables saw while argparse ran: shell values, unchecked values."""
+
+    def __init__(self) -> None:
+        self.findings: list[ArgFinding] = []
+
+
+class ServeParser:
+    """The release's `vllm serve` parser, rebuilt from its `cli_value` rows."""
+
+    def __init__(self, values: list[dict[str, Any]], validator: Validator, version: str,
+                 tree: Any = None, inverse: dict[str, Any] | None = None) -> None:
+        self.values = values
+        # `--enable-x` <-> `--disable-x` for BooleanOptionalAction options (vLLM's EnableDisableAction)
+        self.inverse = (inverse or {}).get("prefixes") or {}
+        self.validator = validator
+        self.version = version
+        self.tree = tree
+        self.by_dest = {v["dest"] or v["flag"]: v for v in values}
+        self.notes = _Notes()  # the parse in progress: what its type callables noticed
+        self._built: dict[frozenset[str], _Parser] = {}
+
+    def parser(self, relaxed: frozenset[str]) -> _Parser:
+        """The parser with `relaxed` options accepting any value; built once per set."""
+        if relaxed not in self._built:
+            self._built[relaxed] = self.build(relaxed)
+        return self._built[relaxed]
+
+    def build(self, relaxed: frozenset[str]) -> _Parser:
+        """The `serve` subparser (prog `vllm serve`). The top-level `vllm` parser adds nothing for
+        args after `serve` (its subparsers action takes them all) except the final check for
+        unrecognized arguments, which `_top_level_parse` repeats."""
+        serve = _Parser(prog="vllm serve", usage="vllm serve [model_tag] [options]")
+        for row in self.values:
+            if row["flag"].startswith("-"):
+                continue
+            kwargs = self._kwargs(row, row["dest"] in relaxed)
+            serve.add_argument(row["flag"], **kwargs)
+        for row in self.values:
+            if not row["flag"].startswith("-"):
+                continue
+            strings = self._option_strings(row)
+            kwargs = self._kwargs(row, (row["dest"] or row["flag"]) in relaxed)
+            try:
+                serve.add_argument(*strings, **kwargs)
+            except (argparse.ArgumentError, ValueError, TypeError):
+                continue  # a duplicate or inconsistent option: vLLM's parser build would fail too
+        serve.defaults_ = _take_defaults(serve)  # type: ignore[attr-defined]
+        return serve
+
+    @staticmethod
+    def _option_strings(row: dict[str, Any]) -> list[str]:
+        """What `add_argument` receives (the `--no-x` / `--disable-x` forms the action derives)."""
+        return json.loads(row["option_strings"]) or [row["flag"]]
+
+    def _kwargs(self, row: dict[str, Any], relaxed: bool) -> dict[str, Any]:
+        action = row["action"]
+        kw: dict[str, Any] = {"dest": row["dest"] or row["flag"].lstrip("-").replace("-", "_")}
+        if not row["flag"].startswith("-"):
+            kw.pop("dest")
+        default = json.loads(row["default"])
+        kw["default"] = default if row["default_kind"] == "literal" else None
+        if row["default_kind"].startswith("factory:") and row["type"] == "dataclass":
+            kw["default"] = self.validator.config_object(row["default_kind"].split(":", 1)[1], {})
+        if action in ("store_true", "store_false", "count"):
+            kw["action"] = action
+            return kw
+        if action == "boolean_optional":
+            kw["action"] = _enable_disable(self.inverse) if self.inverse else argparse.BooleanOptionalAction
+            return kw
+        if action == "store_const":
+            kw["action"], kw["const"] = "store_const", json.loads(row["const"])
+            return kw
+        if action == "append":
+            kw["action"] = "append"
+        nargs = row["nargs"]
+        if nargs:
+            kw["nargs"] = int(nargs) if nargs.isdigit() else nargs
+            if nargs == "?":
+                kw["const"] = json.loads(row["const"])
+        if relaxed:
+            kw["type"] = _named(lambda v: v, "relaxed")
+            return kw
+        kw["type"] = self._type(row)
+        choices = json.loads(row["choices"])
+        if choices is not None and not row["metavar_only"]:
+            kw["choices"] = _Choices(choices)
+        return kw
+
+    # ---- type callables, as vLLM builds them
+
+    def _type(self, row: dict[str, Any]) -> Any:
+        name = row["type"]
+        base = self._base(row)
+        if row["parse"]:
+            inner, shown = base, _shown(name, row)
+
+            def parse_type(val: str) -> Any:
+                if isinstance(val, ShellValue):
+                    return val
+                if row["optional"] and val in ("", "None"):
+                    return None
+                try:
+                    return inner(val)
+                except ValueError:
+                    raise argparse.ArgumentTypeError(f"Value {val} cannot be converted to {shown}.") from None
+
+            return _named(parse_type, "_optional_type" if row["optional"] else "_parse_type")
+        return base
+
+    def _base(self, row: dict[str, Any]) -> Any:
+        name = row["type"]
+        flag = row["flag"]
+        choices = json.loads(row["choices"])
+
+        def shell_ok(fn: Any, label: str) -> Any:
+            def convert(val: str) -> Any:
+                if isinstance(val, ShellValue):
+                    if choices is not None and not row["metavar_only"]:
+                        self.notes.findings.append(ArgFinding(
+                            "parse", "unknown", f"{flag} {val}: the value comes from the shell variable "
+                            f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}", "",
+                            [_at(row["choices_file"], row["choices_line"])], ("shell", flag, val.var)))
+                    elif name in ("json", "json_or_str", "dataclass"):
+                        self.notes.findings.append(ArgFinding(
+                            "parse", "unknown", f"{flag} {val}: the JSON value comes from the shell variable "
+                            f"${val.var} and is not checked", "", [], ("shell", flag, val.var)))
+                    return val
+                return fn(val)
+            return _named(convert, label)
+
+        if name in ("", None):
+            return shell_ok(lambda v: v, "identity")
+        if name == "str":
+            return shell_ok(str, "str")
+        if name == "int":
+            return shell_ok(int, "int")
+        if name == "float":
+            return shell_ok(float, "float")
+        if name == "human_readable_int":
+            return shell_ok(human_readable_int, "human_readable_int")
+        if name == "human_readable_int_or_auto":
+            return shell_ok(human_readable_int_or_auto, "human_readable_int_or_auto")
+        if name == "json":
+            return shell_ok(json.loads, "loads")
+        if name == "json_or_str":
+            def union_dict_and_str(val: str) -> Any:
+                if not re.match(r"(?s)^\s*{.*}\s*$", val):
+                    return str(val)
+                if val in ("", "None"):
+                    return None
+                try:
+                    return json.loads(val)
+                except ValueError:
+                    raise argparse.ArgumentTypeError(
+                        f"Value {val} cannot be converted to <function loads at 0x?>.") from None
+            return shell_ok(union_dict_and_str, "union_dict_and_str")
+        if name == "dataclass":
+            return shell_ok(self._dataclass(row), "parse_dataclass")
+        if name == "transform":
+            chain = lambda_chain(row["callable_src"])
+            if chain is not None:
+                return shell_ok(lambda v: apply_chain(chain, v), "<lambda>")
+        if name == "port":
+            def check_port(val: str) -> int:
+                try:
+                    port = int(val)
+                except ValueError:
+                    raise argparse.ArgumentTypeError("Port must be an integer") from None
+                if not (1024 <= port <= 65535):
+                    raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
+                return port
+            return shell_ok(check_port, "check_port")
+        if name == "callable":
+            fn = self._release_function(row["callable_src"])
+            if fn is not None:
+                return shell_ok(fn, row["callable_src"])
+
+        def unchecked(val: str) -> str:
+            self.notes.findings.append(ArgFinding(
+                "parse", "unknown", f"{flag} {val!r}: vLLM {self.version} converts it with "
+                f"`{row['callable_src'] or name}`, which is not modelled", "", [_at(row["file"], row["line"])],
+                ("unchecked", flag)))
+            return val
+        return _named(unchecked, "unchecked")
+
+    def _release_function(self, src: str) -> Any:
+        """A module-level function of the release used as `type=`, run in the sandbox."""
+        if self.tree is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", src):
+            return None
+        from compat.vllm.cli_surface import ARG_UTILS, SymbolResolver
+        from compat.vllm.sandbox import SandboxError, call_isolated
+
+        got = SymbolResolver(self.tree).resolve(ARG_UTILS, src)
+        if got is None or not isinstance(got[1], __import__("ast").FunctionDef):
+            return None
+        file, fn = got
+
+        def run(val: str) -> Any:
+            try:
+                return call_isolated(self.tree, fn, file, val)[0]
+            except SandboxError as exc:
+                raise _Raised(f"unmodelled: {exc}") from None
+        return run
+
+    def _dataclass(self, row: dict[str, Any]) -> Any:
+        cls = row["json_class"]
+        flag = row["flag"]
+
+        def parse_dataclass(val: str) -> Any:
+            text = _expand_json_numbers(val)
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(
+                    f"1 validation error for {cls}\n  Invalid JSON: {_json_error(exc)} [type=json_invalid, "
+                    f"input_value={text!r}, input_type=str]") from None
+            out = self.validator.validate(cls, data)
+            if out.raised:
+                raise _Raised(out.raised)
+            if out.errors:
+                raise argparse.ArgumentTypeError(format_errors(cls, out.errors))
+            if out.unchecked:
+                self.notes.findings.append(ArgFinding(
+                    "parse", "unknown", f"{flag}: part of the {cls} value is not checked "
+                    f"({'; '.join(out.unchecked[:3])})", "", out.evidence[:3], ("unchecked", flag)))
+            return self.validator.config_object(cls, data) if isinstance(data, dict) else data
+        return parse_dataclass
+
+    # ---- parsing
+
+    def parse(self, argv: list[str], config_loader: ConfigLoader = None
+              ) -> tuple[argparse.Namespace | None, list[ArgFinding]]:
+        """Namespace (None when vLLM stops) and every parse-stage finding, vLLM's first."""
+        findings: list[ArgFinding] = []
+        try:
+            processed = preprocess(argv, config_loader)
+        except PreprocessError as exc:
+            if exc.exc == "unknown":
+                return None, [ArgFinding("parse", "unknown", exc.message, "", key=("config-file",))]
+            return None, [ArgFinding("parse", "blocked", f"vLLM's argv rewrite fails: {exc.exc}: {exc.message}",
+                                     exc.message, key=("preprocess", exc.exc), exception=exc.exc)]
+        relaxed: set[str] = set()
+        namespace = None
+        for _ in range(_MAX_ROUNDS):
+            self.notes = notes = _Notes()
+            parser = self.parser(frozenset(relaxed))
+            try:
+                namespace = _top_level_parse(parser, processed)
+                findings += notes.findings
+                break
+            except _ParseError as exc:
+                dest = self._dest_of(exc.message)
+                findings.append(self._finding(exc.prog, exc.message, dest))
+                if dest is None or dest in relaxed:
+                    namespace = None
+                    break
+                relaxed.add(dest)
+            except _Raised as exc:
+                unmodelled = exc.text.startswith("unmodelled")
+                exc_name, _, exc_text = exc.text.partition(": ")
+                findings.append(ArgFinding("parse", "unknown" if unmodelled else "blocked",
+                                           f"vLLM {self.version} raises {exc.text} while converting a value",
+                                           "" if unmodelled else exc_text, key=("raised", exc.text),
+                                           exception="" if unmodelled else exc_name))
+                namespace = None
+                break
+        else:
+            namespace = None
+        if findings and any(f.status == "blocked" for f in findings):
+            namespace = None
+        return namespace, findings
+
+    def _dest_of(self, message: str) -> str | None:
+        """The option an argparse message is about ('argument --x/-y: ...')."""
+        m = re.match(r"argument ([^:]+): ", message)
+        if not m:
+            return None
+        names = m.group(1).split("/")
+        for row in self.values:
+            strings = set(json.loads(row["option_strings"])) | {row["flag"]}
+            if any(n in strings or n == row["dest"] for n in names):
+                return row["dest"] or row["flag"]
+        return None
+
+    def _finding(self, prog: str, message: str, dest: str | None) -> ArgFinding:
+        text = f"{prog}: error: {message}"
+        row = self.by_dest.get(dest or "")
+        evidence = []
+        key: tuple[str, ...] = ("parse", message.split(":")[0])
+        step = f"vLLM {self.version}'s parser rejects it: {message.splitlines()[0]}"
+        if message.startswith("unrecognized arguments: "):
+            extras = message[len("unrecognized arguments: "):]
+            step = f"not `vllm serve` arguments in vLLM {self.version}: {extras}"
+            key = ("unrecognized", extras)
+        elif row is not None:
+            evidence.append(_at(row["file"], row["line"]))
+            if "invalid choice" in message:
+                evidence.insert(0, _at(row["choices_file"], row["choices_line"]))
+                value = re.search(r"invalid choice: (.*?) \(choose from", message)
+                key = ("choice", row["flag"], value.group(1) if value else "")
+                step = f"{row['flag']} {value.group(1) if value else ''} is not one of vLLM {self.version}'s choices"
+            elif "validation error" in message:
+                key = ("config", row["flag"], message.split("\n", 1)[-1].splitlines()[0])
+                step = f"{row['flag']}: {row['json_class']} of vLLM {self.version} rejects the value " \
+                       f"({'; '.join(_error_heads(message))})"
+            else:
+                key = ("value", row["flag"], message)
+        return ArgFinding("parse", "blocked", step, text, [e for e in evidence if e], key, "SystemExit")
+
+
+def _top_level_parse(serve: _Parser, processed: list[str]) -> argparse.Namespace:
+    """`vllm`'s parse_args of ['serve', ...]: the subparser parses the rest, then the top level
+    rejects what neither used (argparse `parse_args`: "unrecognized arguments")."""
+    parsed, extras = serve.parse_known_args(processed[1:], argparse.Namespace())
+    if extras:
+        raise _ParseError("vllm", "unrecognized arguments: %s" % " ".join(extras))
+    namespace = argparse.Namespace()
+    vars(namespace).update(serve.defaults_)  # type: ignore[attr-defined]
+    vars(namespace).update(vars(parsed), subparser="serve")
+    return namespace
+
+
+def _take_defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """Every action's default, string defaults run through the type callable (as argparse does
+    for an option not given), computed once; the actions then default to SUPPRESS so a parse
+    only sets what the argv names. A default the callable rejects stays a string."""
+    out: dict[str, Any] = {}
+    for action in parser._actions:
+        if action.dest is argparse.SUPPRESS or action.default is argparse.SUPPRESS:
+            continue
+        default = action.default
+        if isinstance(default, str) and action.type is not None:
+            try:
+                default = action.type(default)
+            except (argparse.ArgumentTypeError, TypeError, ValueError, _Raised):
+                pass
+        out[action.dest] = default
+        action.default = argparse.SUPPRESS
+    return out
+
+
+def check_arguments(k: Any, argv: list[str], shell: Any = None, config_loader: ConfigLoader = None) -> ArgResult:
+    """Every argument-level finding of `vllm serve ARGV` at the release `k` describes."""
+    sp = k.serve_parser
+    if sp is None:
+        return ArgResult([ArgFinding("parse", "unknown", f"the `vllm serve` options of vLLM {k.version} "
+                                     "could not be extracted", "", key=("no-parser",))])
+    tokens, findings = (shell.expand(argv) if shell is not None else (list(argv), []))
+    start = 2 if len(tokens) >= 2 and tokens[0].rsplit("/", 1)[-1] == "vllm" and tokens[1] == "serve" else 0
+    rest = tokens[start:] if start else tokens
+    if rest and rest[0] == "serve":
+        rest = rest[1:]
+    namespace, parse_findings = sp.parse(["serve", *rest], config_loader)
+    findings = [*findings, *parse_findings]
+    spaced = [t for t in rest if isinstance(t, str) and t.startswith("-") and any(c.isspace() for c in t)]
+    for f in findings:
+        if f.key[:1] == ("unrecognized",) and spaced:
+            f.step += (f" ({', '.join(map(repr, spaced))}: one argv item holding a space, which argparse "
+                       "takes for a positional; split it into two items)")
+    if namespace is not None:
+        # setup_server imports these plugin files before its checks; they can register parser names.
+        plugins = [d for d, v in vars(namespace).items() if d.endswith("_parser_plugin") and v and len(v) > 3]
+        for r in k.serve_rules.run(namespace):
+            if r.status == "ok":
+                continue
+            status, step = r.status, (f"{r.function or r.stage} of vLLM {k.version}: "
+                                      f"{r.exception + ': ' if r.exception else ''}{r.message}")
+            if r.stage == "api_server" and plugins and status == "blocked":
+                status = "unknown"
+                step += f" (--{plugins[0].replace('_', '-')} is imported first and may register it)"
+            findings.append(ArgFinding(
+                r.stage, status, step, r.message if status == "blocked" else "",
+                [r.evidence] if r.evidence else [], (r.stage, r.exception, r.message.split(" (")[0]),
+                r.exception))
+    return ArgResult(findings, vars(namespace) if namespace is not None else None)
+
+
+def _enable_disable(prefixes: dict[str, str]) -> type[argparse.Action]:
+    """vLLM 0.33's EnableDisableAction: BooleanOptionalAction plus the inverse prefix."""
+
+    class EnableDisableAction(argparse.BooleanOptionalAction):
+        def __init__(self, option_strings: list[str], dest: str, *args: Any, **kwargs: Any) -> None:
+            super().__init__(option_strings, dest, *args, **kwargs)
+            inverses = [inv + opt.removeprefix(pre) for opt in option_strings
+                        for pre, inv in prefixes.items() if opt.startswith(pre)]
+            self.negative_option_strings = {o for o in self.option_strings if o not in option_strings} \
+                | set(inverses)
+            self.option_strings = [*self.option_strings, *inverses]
+
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+            setattr(namespace, self.dest, option_string not in self.negative_option_strings)
+
+    return EnableDisableAction
+
+
+def _error_heads(message: str) -> list[str]:
+    lines = message.split("\n")[1:]
+    return [f"{lines[i]}: {lines[i + 1].strip().split(' [')[0]}" for i in range(0, len(lines) - 1, 2)]
+
+
+def _json_error(exc: ValueError) -> str:
+    return str(exc).split(":")[0].lower()
+
+
+def _named(fn: Any, name: str) -> Any:
+    try:
+        fn.__name__ = name
+    except (AttributeError, TypeError):
+        pass
+    return fn
+
+
+def _shown(name: str | None, row: dict[str, Any]) -> str:
+    """How `parse_type`'s message prints the wrapped callable."""
+    return {"int": "<class 'int'>", "float": "<class 'float'>", "str": "<class 'str'>",
+            "json": "<function loads at 0x?>",
+            "human_readable_int": "<function human_readable_int at 0x?>",
+            "human_readable_int_or_auto": "<function human_readable_int_or_auto at 0x?>",
+            "dataclass": "<function _compute_kwargs.<locals>.parse_dataclass at 0x?>",
+            "json_or_str": "<function union_dict_and_str at 0x?>"}.get(name or "", f"<{row['callable_src']}>")
+
+
+def _at(file: str, line: int) -> str:
+    return f"{file}:{line}" if file else ""

@@ -1,0 +1,376 @@
+"""vLLM's argument handling as the engine replays it (compat.verdict.arguments, config_values,
+serve_rules, shell): input/output tables over hand-written release facts.
+
+Each table row is one rule: an argv and the finding vLLM's own code gives it (or none).
+Turning a rule off (a type callable, a choices check, a pydantic check, the dotted rewrite,
+a shell placeholder, a validation function) makes its rows fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from compat.sources.tree import VllmTree
+from compat.verdict.arguments import ServeParser, check_arguments, preprocess
+from compat.verdict.config_values import Validator, schemas_from_rows
+from compat.verdict.serve_rules import ServeRules
+from compat.verdict.shell import Placeholder, ShellVars, read_placeholders
+
+VERSION = "9.9.9"
+
+
+def opt(flag: str, *strings: str, **kw) -> dict:
+    """A cli_value row with argparse's defaults."""
+    row = {"flag": flag, "option_strings": json.dumps([flag, *strings] if flag.startswith("-") else []),
+           "dest": kw.pop("dest", flag.lstrip("-").replace("-", "_")), "action": "store", "nargs": "",
+           "const": "null", "type": "str", "parse": 0, "optional": 0, "callable_src": "", "json_class": "",
+           "choices": "null", "metavar_only": 0, "choices_file": "", "choices_line": 0, "default": "null",
+           "default_kind": "literal", "unknown": "", "file": "vllm/engine/arg_utils.py", "line": 10}
+    for k, v in kw.items():
+        row[k] = json.dumps(v) if k in ("choices", "default", "const") else v
+    return row
+
+
+VALUES = [
+    opt("model_tag", nargs="?"),
+    opt("--model", default="Qwen/Qwen3-0.6B"),
+    opt("--tensor-parallel-size", "-tp", type="int", default=1),
+    opt("--api-server-count", type="int", parse=1, optional=1),
+    opt("--max-model-len", type="human_readable_int_or_auto"),
+    opt("--max-num-batched-tokens", type="human_readable_int"),
+    opt("--gpu-memory-utilization", type="float", default=0.9),
+    opt("--moe-backend", type="transform", callable_src="lambda s: s.lower().replace('-', '_')",
+        choices=["auto", "marlin", "triton"], choices_file="vllm/config/kernel.py", choices_line=12,
+        default="auto"),
+    opt("--kv-cache-dtype", choices=["auto", "fp8"], default="auto"),
+    opt("--tokenizer-mode", choices=["auto", "hf"], metavar_only=1, default="auto"),
+    opt("--enable-expert-parallel", "-ep", action="boolean_optional", type="", default=False),
+    opt("--headless", action="store_true", type="", default=False),
+    opt("--enable-auto-tool-choice", action="boolean_optional", type="", default=False),
+    opt("--tool-call-parser", parse=1, optional=1),
+    opt("--tool-parser-plugin", default=""),
+    opt("--chat-template", parse=1, optional=1),
+    opt("--speculative-config", "-sc", type="json", parse=1, optional=1),
+    opt("--compilation-config", "-cc", type="dataclass", json_class="CompilationConfig",
+        default_kind="factory:CompilationConfig"),
+    opt("--kv-transfer-config", type="dataclass", json_class="KVTransferConfig", parse=1, optional=1),
+    opt("--limit-mm-per-prompt", type="json_or_str"),
+    opt("--ignore-patterns", nargs="+"),
+    opt("--data-parallel-rpc-port", "-dpp", type="int"),
+    opt("--data-parallel-address", "-dpa"),
+    opt("--tensor-split", nargs="2", type="int"),
+]
+
+_MODE = {"t": "enum", "name": "CompilationMode", "members": {"NONE": 0, "VLLM_COMPILE": 3}}
+_CG = {"t": "enum", "name": "CUDAGraphMode", "members": {"NONE": 0, "FULL": 2, "FULL_DECODE_ONLY": [2, 0]}}
+
+
+def cfg(cls: str, field: str, type_: dict | None = None, default=None, kind="literal", validators=(),
+        extra="") -> dict:
+    return {"class_name": cls, "field": field, "type": json.dumps(type_ or {}), "default": json.dumps(default),
+            "default_kind": kind, "validators": json.dumps(list(validators)), "extra": extra,
+            "file": "vllm/config/compilation.py", "line": 100}
+
+
+CONFIG = [
+    cfg("CompilationConfig", "", extra="forbid"),
+    cfg("CompilationConfig", "mode", {"t": "union", "of": [_MODE, {"t": "none"}]},
+        validators=[{"mode": "before", "kind": "enum_name", "upper": True, "enum": "CompilationMode",
+                     "func": "m", "file": "c.py", "line": 1, "exception": "ValueError",
+                     "message": "f\"Invalid compilation mode: {value}. Valid modes are: "
+                                "{', '.join(CompilationMode.__members__.keys())}\""}]),
+    cfg("CompilationConfig", "cudagraph_mode", {"t": "union", "of": [_CG, {"t": "none"}]},
+        validators=[{"mode": "before", "kind": "enum_name", "upper": True, "enum": "CUDAGraphMode",
+                     "func": "c", "file": "c.py", "line": 2},
+                    {"mode": "wrap", "kind": "skip_none", "func": "s", "file": "c.py", "line": 3}]),
+    cfg("CompilationConfig", "custom_ops", {"t": "list", "of": {"t": "str"}}, []),
+    cfg("CompilationConfig", "max_cudagraph_capture_size", {"t": "bounded", "of": {"t": "int"}, "ge": 1}),
+    cfg("CompilationConfig", "pass_config", {"t": "class", "name": "PassConfig"}, None, "factory:PassConfig"),
+    cfg("PassConfig", "", extra="forbid"),
+    cfg("PassConfig", "fuse_norm_quant", {"t": "bool"}, False),
+    cfg("KVTransferConfig", "", extra="forbid"),
+    cfg("KVTransferConfig", "kv_connector", {"t": "union", "of": [{"t": "str"}, {"t": "none"}]}),
+    cfg("KVTransferConfig", "kv_role", {"t": "union", "of": [
+        {"t": "literal", "values": ["kv_producer", "kv_consumer"]}, {"t": "none"}]}),
+    cfg("KVTransferConfig", "kv_buffer_size", {"t": "float"}, 1e9),
+]
+
+SERVE = '''
+from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args
+from vllm.entrypoints.openai.api_server import run_server, setup_server
+'''
+CLI_ARGS = '''
+from vllm.entrypoints.chat_utils import validate_chat_template
+
+
+def make_arg_parser(parser):
+    return parser
+
+
+def validate_parsed_serve_args(args):
+    if hasattr(args, "subparser") and args.subparser != "serve":
+        return
+    validate_chat_template(args.chat_template)
+    if args.enable_auto_tool_choice and not args.tool_call_parser:
+        raise TypeError("Error: --enable-auto-tool-choice requires --tool-call-parser")
+'''
+CHAT_UTILS = '''
+from pathlib import Path
+
+
+def validate_chat_template(chat_template):
+    if chat_template is None:
+        return
+    elif isinstance(chat_template, str):
+        if not any(c in chat_template for c in "{}\\n") and not Path(chat_template).exists():
+            from vllm.transformers_utils.chat_templates.registry import CHAT_TEMPLATES_DIR
+
+            builtin = CHAT_TEMPLATES_DIR / chat_template
+            if not builtin.exists():
+                raise ValueError(f"The supplied chat template string ({chat_template}) appears path-like, "
+                                 f"but doesn't exist! Tried: {chat_template} and {builtin}")
+'''
+API_SERVER = '''
+from vllm.tool_parsers import ToolParserManager
+
+
+def validate_api_server_args(args):
+    valid = ToolParserManager.list_registered()
+    if args.enable_auto_tool_choice and args.tool_call_parser not in valid:
+        raise KeyError(f"invalid tool call parser: {args.tool_call_parser} (chose from {{ {','.join(valid)} }})")
+
+
+def setup_server(args):
+    validate_api_server_args(args)
+
+
+async def run_server(args):
+    pass
+'''
+REGISTRY = '''
+from pathlib import Path
+
+CHAT_TEMPLATES_DIR = Path(__file__).parent
+'''
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mini-args")
+    files = {"vllm/entrypoints/cli/serve.py": SERVE, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
+             "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": API_SERVER,
+             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    tree = VllmTree(root, VERSION, "src")
+    templates = ["examples/tool_chat_template_a.jinja", "vllm/transformers_utils/chat_templates/template_b.jinja"]
+    validator = Validator(schemas_from_rows(CONFIG))
+    return SimpleNamespace(
+        version=VERSION, serve_parser=ServeParser(VALUES, validator, VERSION, tree),
+        serve_rules=ServeRules(tree, {"tool": {"hermes", "glm45"}, "reasoning": {"qwen3"}}, templates, VERSION))
+
+
+SHELL = ShellVars([Placeholder("HEAD_IP", "src/lib/command-synthesis.js", 1),
+                   Placeholder("[A-Za-z0-9_]+_DP_RPC_PORT", "src/lib/command-synthesis.js", 2)])
+
+UNEXPECTED = "  Unexpected keyword argument [type=unexpected_keyword_argument, "
+
+# argv (after `vllm serve MODEL`) -> (stage, exception, message) of vLLM's first error; None = accepted
+RULES = [
+    # parse: options and values, as argparse reads them
+    ([], None),
+    (["--tensor-parallel-size", "8", "-tp", "2"], None),  # the last occurrence wins
+    (["--tensor-par", "2"], None),  # argparse accepts an unambiguous prefix
+    (["--no-such-flag", "1"], ("parse", "SystemExit", "vllm: error: unrecognized arguments: --no-such-flag 1")),
+    (["--max-model-len auto"], ("parse", "SystemExit", "vllm: error: unrecognized arguments: --max-model-len auto")),
+    (["--tensor-parallel-size", "two"],
+     ("parse", "SystemExit", "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'")),
+    (["--api-server-count", "x"], ("parse", "SystemExit", "vllm serve: error: argument --api-server-count: "
+                                   "Value x cannot be converted to <class 'int'>.")),
+    (["--api-server-count", "None"], None),  # optional_type reads 'None' as None
+    (["--gpu-memory-utilization", "0.9x"],
+     ("parse", "SystemExit", "vllm serve: error: argument --gpu-memory-utilization: invalid float value: '0.9x'")),
+    (["--max-model-len", "auto"], None),
+    (["--max-model-len", "128k"], None),
+    (["--max-num-batched-tokens", "1.5K"], ("parse", "SystemExit", "vllm serve: error: argument "
+     "--max-num-batched-tokens: Decimals are not allowed with binary suffixes like K. Did you mean to use "
+     "1.5k instead?")),
+    (["--max-num-batched-tokens", "lots"], ("parse", "SystemExit", "vllm serve: error: argument "
+                                            "--max-num-batched-tokens: invalid human_readable_int value: 'lots'")),
+    (["--moe-backend", "Marlin"], None),  # the lambda lowercases before the choices check
+    (["--moe-backend", "b12x"], ("parse", "SystemExit", "vllm serve: error: argument --moe-backend: invalid "
+                                 "choice: 'b12x' (choose from 'auto', 'marlin', 'triton')")),
+    (["--kv-cache-dtype", "fp4"], ("parse", "SystemExit", "vllm serve: error: argument --kv-cache-dtype: "
+                                   "invalid choice: 'fp4' (choose from 'auto', 'fp8')")),
+    (["--tokenizer-mode", "custom"], None),  # Literal | str: shown as metavar, not enforced
+    (["--enable-expert-parallel"], None),
+    (["--no-enable-expert-parallel"], None),
+    (["-ep"], None),
+    (["--headless=yes"], ("parse", "SystemExit", "vllm serve: error: argument --headless: ignored explicit "
+                          "argument 'yes'")),
+    (["--ignore-patterns"], ("parse", "SystemExit", "vllm serve: error: argument --ignore-patterns: expected "
+                             "at least one argument")),
+    (["--tensor-split", "1"], ("parse", "SystemExit", "vllm serve: error: argument --tensor-split: expected "
+                               "2 arguments")),
+    (["--served-model-name", "x"], ("parse", "SystemExit", "vllm: error: unrecognized arguments: "
+                                    "--served-model-name x")),
+    (["--speculative-config", "{bad"], ("parse", "SystemExit", "vllm serve: error: argument --speculative-config/"
+                                        "-sc: Value {bad cannot be converted to <function loads at 0x?>.")),
+    (["--speculative-config.method", "mtp", "--speculative_config.num_speculative_tokens", "2"], None),
+    (["--limit-mm-per-prompt", '{"image": 2}'], None),
+    (["--limit-mm-per-prompt", "{bad}"], ("parse", "SystemExit", "vllm serve: error: argument "
+     "--limit-mm-per-prompt: Value {bad} cannot be converted to <function loads at 0x?>.")),
+    # parse: JSON config flags, validated by pydantic against the release's config class
+    (["--compilation-config", '{"cudagraph_mode": "full_decode_only", "mode": 3}'], None),
+    (["--compilation-config", '{"use_inductor": false}'], ("parse", "SystemExit",
+     "vllm serve: error: argument --compilation-config/-cc: 1 validation error for CompilationConfig\n"
+     "use_inductor\n" + UNEXPECTED + "input_value=False, input_type=bool]")),
+    (["-cc.mode", "vllm_compile", "-cc.pass_config.fuse_norm_quant", "True"], None),
+    (["-cc.pass_config.fuse_norm_quant", "maybe"], ("parse", "SystemExit",
+     "vllm serve: error: argument --compilation-config/-cc: 1 validation error for CompilationConfig\n"
+     "pass_config.fuse_norm_quant\n"
+     "  Input should be a valid boolean, unable to interpret input [type=bool_parsing, input_value='maybe', "
+     "input_type=str]")),
+    (["--compilation-config", '{"mode": "fast"}'], ("parse", "SystemExit",
+     "vllm serve: error: argument --compilation-config/-cc: 1 validation error for CompilationConfig\nmode\n"
+     "  Value error, Invalid compilation mode: fast. Valid modes are: NONE, VLLM_COMPILE [type=value_error, "
+     "input_value='fast', input_type=str]")),
+    (["--compilation-config", '{"cudagraph_mode": "SOMETIMES"}'], ("parse", "KeyError", "'SOMETIMES'")),
+    (["--compilation-config", '{"max_cudagraph_capture_size": 0}'], ("parse", "SystemExit",
+     "vllm serve: error: argument --compilation-config/-cc: 1 validation error for CompilationConfig\n"
+     "max_cudagraph_capture_size\n  Input should be greater than or equal to 1 [type=greater_than_equal, "
+     "input_value=0, input_type=int]")),
+    (["--compilation-config", '{"custom_ops": "all"}'], ("parse", "SystemExit",
+     "vllm serve: error: argument --compilation-config/-cc: 1 validation error for CompilationConfig\n"
+     "custom_ops\n  Input should be a valid list [type=list_type, input_value='all', input_type=str]")),
+    (["--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'], ("parse", "SystemExit",
+     "vllm serve: error: argument --kv-transfer-config: 1 validation error for KVTransferConfig\nkv_role\n"
+     "  Input should be 'kv_producer' or 'kv_consumer' [type=literal_error, input_value='kv_both', "
+     "input_type=str]")),
+    (["--kv-transfer-config", '{"kv_buffer_size": 5e8, "foo": 1, "bar": 2}'], ("parse", "SystemExit",
+     "vllm serve: error: argument --kv-transfer-config: 2 validation errors for KVTransferConfig\nfoo\n"
+     + UNEXPECTED + "input_value=1, input_type=int]\nbar\n" + UNEXPECTED + "input_value=2, input_type=int]")),
+    (["--kv-transfer-config", '{"kv_buffer_size": 80m}'], None),  # bare human-readable numbers in JSON
+    # validate: validate_parsed_serve_args of the release, run from its source
+    (["--enable-auto-tool-choice"], ("validate", "TypeError",
+                                     "Error: --enable-auto-tool-choice requires --tool-call-parser")),
+    (["--chat-template", "examples/tool_chat_template_a.jinja"], None),  # in the release's examples/
+    (["--chat-template", "template_b.jinja"], None),  # a built-in template
+    (["--chat-template", "{{ messages }}"], None),  # a literal template
+    (["--chat-template", "examples/nope.jinja"], ("validate", "ValueError",
+     "The supplied chat template string (examples/nope.jinja) appears path-like, but doesn't exist! Tried: "
+     "examples/nope.jinja and vllm/transformers_utils/chat_templates/examples/nope.jinja")),
+    # api_server: validate_api_server_args; the parser name is checked only with auto tool choice
+    (["--tool-call-parser", "nope"], None),
+    (["--tool-call-parser", "hermes", "--enable-auto-tool-choice"], None),
+    (["--tool-call-parser", "nope", "--enable-auto-tool-choice"], ("api_server", "KeyError",
+     "'invalid tool call parser: nope (chose from { glm45,hermes })'")),
+    # shell placeholders: values the user's shell supplies
+    (["--data-parallel-rpc-port", "$PREFILL_DP_RPC_PORT", "--data-parallel-address", "$HEAD_IP"], None),
+    (["--data-parallel-rpc-port", "$PREFILL_DP_RPC_POTR"], ("parse", "SystemExit", "vllm serve: error: argument "
+     "--data-parallel-rpc-port/-dpp: invalid int value: ''")),  # a typo is an unset variable: ''
+]
+
+
+@pytest.mark.parametrize("argv,want", RULES, ids=[" ".join(r[0])[:60] or "plain" for r in RULES])
+def test_rules(release, argv: list[str], want) -> None:
+    res = check_arguments(release, ["vllm", "serve", "org/model", *argv], SHELL)
+    blocked = [f for f in res.findings if f.status == "blocked"]
+    if want is None:
+        assert not blocked, [f.message for f in blocked]
+        return
+    assert blocked, res.findings
+    assert (blocked[0].stage, blocked[0].exception, blocked[0].message) == want
+
+
+def test_every_problem_is_reported_vllms_first_first(release) -> None:
+    res = check_arguments(release, ["vllm", "serve", "m", "--moe-backend", "b12x", "-tp", "x", "--nope"], SHELL)
+    msgs = [f.message for f in res.findings]
+    assert msgs[0].startswith("vllm serve: error: argument --moe-backend: invalid choice")
+    assert msgs[1] == "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'"
+    assert msgs[2] == "vllm: error: unrecognized arguments: --nope"
+
+
+def test_choice_finding_cites_the_choices() -> None:
+    parser = ServeParser(VALUES, Validator({}), VERSION)
+    _ns, findings = parser.parse(["serve", "m", "--moe-backend", "b12x"])
+    assert findings[0].evidence[0] == "vllm/config/kernel.py:12"
+    assert findings[0].key == ("choice", "--moe-backend", "'b12x'")
+
+
+def test_shell_value_meeting_choices_is_unknown(release) -> None:
+    shell = ShellVars([Placeholder("BACKEND", "x.js", 1)])
+    res = check_arguments(release, ["vllm", "serve", "m", "--moe-backend", "$BACKEND"], shell)
+    assert [f.status for f in res.findings] == ["unknown"]
+    assert "$BACKEND" in res.findings[0].step and "auto, marlin, triton" in res.findings[0].step
+
+
+def test_undefined_placeholder_is_a_warning_not_invented_away(release) -> None:
+    res = check_arguments(release, ["vllm", "serve", "m", "--data-parallel-address", "$HEAD_PI"], SHELL)
+    assert [f.status for f in res.findings] == ["warning"]
+    assert "$HEAD_PI is not a placeholder the recipes define" in res.findings[0].step
+    assert res.namespace["data_parallel_address"] == ""
+
+
+def test_plugin_may_register_the_parser(release) -> None:
+    res = check_arguments(release, ["vllm", "serve", "m", "--tool-call-parser", "nope", "--enable-auto-tool-choice",
+                                    "--tool-parser-plugin", "my_parser.py"], SHELL)
+    assert [f.status for f in res.findings] == ["unknown"]
+    assert "--tool-parser-plugin" in res.findings[0].step
+
+
+def test_config_file_is_read_as_vllm_reads_it(release) -> None:
+    config = {"tensor-parallel-size": 4, "enable-expert-parallel": True, "headless": False,
+              "compilation-config": {"mode": 3}}
+    res = check_arguments(release, ["vllm", "serve", "m", "--config", "c.yaml", "-tp", "2"], SHELL,
+                          config_loader=lambda _p: config)
+    assert not res.findings
+    assert res.namespace["tensor_parallel_size"] == 2  # the command line beats the file
+    assert res.namespace["enable_expert_parallel"] is True and res.namespace["headless"] is False
+    res = check_arguments(release, ["vllm", "serve", "m", "--config", "c.yaml"], SHELL,
+                          config_loader=lambda _p: {"kv-cache-dtype": "fp4"})
+    assert res.findings[0].message.endswith("invalid choice: 'fp4' (choose from 'auto', 'fp8')")
+
+
+# the argv rewrite of FlexibleArgumentParser.parse_args
+PREPROCESS = [
+    (["serve", "m", "--tensor_parallel_size", "2"], ["serve", "m", "--tensor-parallel-size", "2"]),
+    (["serve", "--model", "m", "-tp", "2"], ["serve", "m", "-tp", "2"]),
+    (["serve", "m", "-O3"], ["serve", "m", "--optimization-level", "3"]),
+    (["serve", "m", "--a.b", "1", "--a.c+", "x,y", "-k"], ["serve", "m", "-k", "--a", '{"b": 1, "c": ["x", "y"]}']),
+    (["serve", "m", "--a.size", "80g"], ["serve", "m", "--a", '{"size": 80000000000}']),
+    (["serve", "m", "--a_b.c_d", "v"], ["serve", "m", "--a-b", '{"c_d": "v"}']),
+]
+
+
+@pytest.mark.parametrize("argv,want", PREPROCESS)
+def test_preprocess(argv, want) -> None:
+    assert preprocess(argv) == want
+
+
+def test_served_model_name_without_a_model_is_vllms_value_error(release) -> None:
+    res = check_arguments(release, ["vllm", "serve", "--served-model-name", "x"], SHELL)
+    assert (res.findings[0].exception, res.findings[0].message) == ("ValueError", (
+        "`model` should be provided as the first positional argument when using `vllm serve`. "
+        "i.e. `vllm serve <model> --<arg> <value>`."))
+
+
+def test_placeholders_are_read_from_the_recipes_checkout(tmp_path: Path) -> None:
+    (tmp_path / "src" / "lib").mkdir(parents=True)
+    (tmp_path / "strategies").mkdir()
+    (tmp_path / "src" / "lib" / "command-synthesis.js").write_text(
+        '// rendered as $COMMENTED\n'
+        'args.push("--master-addr", "$HEAD_IP");\n'
+        'args.push("--data-parallel-rpc-port", `$${roleKey.toUpperCase()}_DP_RPC_PORT`);\n')
+    (tmp_path / "strategies" / "pd.yaml").write_text('env:\n  HOST: "$PREFILL_NODE_1"  # or $OTHER\n')
+    shell = read_placeholders(tmp_path)
+    assert shell.defined("HEAD_IP").line == 2
+    assert shell.defined("DECODE_DP_RPC_PORT").file == "src/lib/command-synthesis.js"
+    assert shell.defined("PREFILL_NODE_1").file == "strategies/pd.yaml"
+    assert shell.defined("COMMENTED") is None and shell.defined("OTHER") is None
+    assert shell.defined("HEAD_PI") is None
