@@ -5,7 +5,7 @@
 #
 # Creates a scratch virtualenv ${TMPDIR:-/tmp}/golden-vllm-VERSION (override
 # with GOLDEN_VENV), installs vllm==VERSION from PyPI plus the extras listed
-# below, runs modelinfo.py (platform as resolved, then forced CUDA) and
+# in lib.sh, runs modelinfo.py (platform as resolved, then forced CUDA) and
 # specdecode.py, writes into tests/golden/ (override with GOLDEN_OUT), and
 # deletes the virtualenv (about 9-10 GB) unless --keep-venv is given.
 #
@@ -32,43 +32,14 @@ VENV=${GOLDEN_VENV:-${TMPDIR:-/tmp}/golden-vllm-$VERSION}
 OUT=${GOLDEN_OUT:-$REPO/tests/golden}
 CONFIGS=$REPO/tests/data/hf_configs
 
-# What each release needs on top of `pip install vllm==VERSION`.
-#  0.23.0: pip resolves transformers 4.57.6 (xgrammar 0.2.5.post1 pins
-#          transformers<5), which does not know GLM-5's model_type
-#          `glm_moe_dsa` (added in transformers 5.9) and makes 7 more model modules
-#          fail to import. 5.9.0 is allowed by vLLM 0.23.0's own requirement
-#          (>=4.56, !=5.0-5.4.*, !=5.5.0) and is the oldest release knowing
-#          glm_moe_dsa; newer ones (5.24) break the Pixtral-based models.
-#          timm is needed by two vision models.
-case $VERSION in
-  0.23.0) EXTRA=("transformers==5.9.0" "timm") ;;
-  0.33.0) EXTRA=("timm") ;;
-  *)      EXTRA=() ;;
-esac
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+GOLDEN_VERSION=$VERSION
 
 log() { echo "[make_golden $VERSION] $*" >&2; }
 START=$(date +%s)
 
-if [ -e "$VENV" ]; then
-  log "reusing existing virtualenv $VENV"
-else
-  log "creating $VENV"
-  "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q -U pip
-fi
-log "pip install vllm==$VERSION"
-"$VENV/bin/pip" install "vllm==$VERSION"
-if [ ${#EXTRA[@]} -gt 0 ]; then
-  log "pip install ${EXTRA[*]}"
-  "$VENV/bin/pip" install "${EXTRA[@]}"
-fi
-# torchvision/torchaudio must import beside torch; drop them if they do not.
-for mod in torchvision torchaudio; do
-  if ! "$VENV/bin/python" -c "import $mod" >/dev/null 2>&1; then
-    log "$mod does not import beside torch: uninstalling it"
-    "$VENV/bin/pip" uninstall -y "$mod"
-  fi
-done
+golden_venv "$VERSION" "$VENV"
 mkdir -p "$OUT"
 # Record the exact environment next to the outputs.
 "$VENV/bin/pip" freeze --all | grep -v '^-e ' | LC_ALL=C sort > "$OUT/pip-freeze-$VERSION.txt"
@@ -81,22 +52,9 @@ trap 'rm -rf "$VLLM_CACHE_ROOT"' EXIT
 log "modelinfo (platform as resolved)"
 "$VENV/bin/python" "$HERE/modelinfo.py" --out "$OUT"
 
-# Forced-CUDA run. vllm/platforms/cuda.py imports vllm._C, which links
-# libcuda.so.1 (the driver library): give it a stub whose entry points all
-# return CUDA_ERROR_NO_DEVICE. Nothing calls them; only the import needs them.
-STUB=$VENV/golden-stub
-if command -v gcc >/dev/null && command -v nm >/dev/null; then
-  mkdir -p "$STUB"
-  SITE=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-  SYMS=$(find "$SITE/vllm" -name '*.so' -exec nm -D --undefined-only {} + 2>/dev/null \
-         | awk '{print $2}' | sed 's/@.*//' | grep -E '^cu[A-Z]' | sort -u || true)
-  {
-    echo "/* stub libcuda.so.1: every entry point returns CUDA_ERROR_NO_DEVICE */"
-    for s in $SYMS cuInit cuDriverGetVersion cuDeviceGetCount; do
-      echo "int $s(void) { return 100; }"
-    done | sort -u
-  } > "$STUB/stub.c"
-  gcc -shared -fPIC -o "$STUB/libcuda.so.1" "$STUB/stub.c"
+# Forced-CUDA run, with a stub libcuda.so.1 (see lib.sh).
+STUB=$(golden_stub_libcuda "$VENV")
+if [ -n "$STUB" ]; then
   log "modelinfo (forced CUDA platform)"
   if ! LD_LIBRARY_PATH="$STUB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
        "$VENV/bin/python" "$HERE/modelinfo.py" --out "$OUT" --platform cuda; then

@@ -1,0 +1,72 @@
+# Shared by make_golden.sh and make_serve_args.sh (source it; bash).
+#
+#   golden_venv VERSION VENV     create VENV (or reuse it) with vllm==VERSION and the extras below
+#   golden_stub_libcuda VENV     build VENV/golden-stub/libcuda.so.1 and print its directory
+#                                (prints nothing when gcc or nm is missing)
+
+# What each release needs on top of `pip install vllm==VERSION`.
+#  0.23.0: pip resolves transformers 4.57.6 (xgrammar 0.2.5.post1 pins
+#          transformers<5), which does not know GLM-5's model_type
+#          `glm_moe_dsa` (added in transformers 5.9) and makes 7 more model modules
+#          fail to import. 5.9.0 is allowed by vLLM 0.23.0's own requirement
+#          (>=4.56, !=5.0-5.4.*, !=5.5.0) and is the oldest release knowing
+#          glm_moe_dsa; newer ones (5.24) break the Pixtral-based models.
+#          timm is needed by two vision models.
+golden_extras() {
+  case $1 in
+    0.23.0) echo "transformers==5.9.0 timm" ;;
+    0.33.0) echo "timm" ;;
+    *)      echo "" ;;
+  esac
+}
+
+golden_log() { echo "[golden ${GOLDEN_VERSION:-}] $*" >&2; }
+
+golden_venv() {
+  local version=$1 venv=$2 python=${PYTHON:-python3}
+  if [ -e "$venv" ]; then
+    golden_log "reusing existing virtualenv $venv"
+  else
+    golden_log "creating $venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/pip" install -q -U pip
+  fi
+  if ! "$venv/bin/python" -c "import vllm, sys; sys.exit(vllm.__version__ != '$version')" 2>/dev/null; then
+    golden_log "pip install vllm==$version"
+    "$venv/bin/pip" install "vllm==$version"
+  fi
+  local extra
+  extra=$(golden_extras "$version")
+  if [ -n "$extra" ]; then
+    golden_log "pip install $extra"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install $extra
+  fi
+  # torchvision/torchaudio must import beside torch; drop them if they do not.
+  for mod in torchvision torchaudio; do
+    if ! "$venv/bin/python" -c "import $mod" >/dev/null 2>&1; then
+      golden_log "$mod does not import beside torch: uninstalling it"
+      "$venv/bin/pip" uninstall -y "$mod"
+    fi
+  done
+}
+
+# vllm/platforms/cuda.py imports vllm._C, which links libcuda.so.1 (the driver
+# library): a stub whose entry points all return CUDA_ERROR_NO_DEVICE lets it
+# load. Nothing calls them; only the dynamic link needs them.
+golden_stub_libcuda() {
+  local venv=$1 stub=$1/golden-stub site syms
+  command -v gcc >/dev/null && command -v nm >/dev/null || return 0
+  mkdir -p "$stub"
+  site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  syms=$(find "$site/vllm" -name '*.so' -exec nm -D --undefined-only {} + 2>/dev/null \
+         | awk '{print $2}' | sed 's/@.*//' | grep -E '^cu[A-Z]' | sort -u || true)
+  {
+    echo "/* stub libcuda.so.1: every entry point returns CUDA_ERROR_NO_DEVICE */"
+    for s in $syms cuInit cuDriverGetVersion cuDeviceGetCount; do
+      echo "int $s(void) { return 100; }"
+    done | sort -u
+  } > "$stub/stub.c"
+  gcc -shared -fPIC -o "$stub/libcuda.so.1" "$stub/stub.c"
+  echo "$stub"
+}

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Record what `vllm serve` does with each argv before it touches a model.
+
+Run with the python of a virtualenv that has the vLLM release installed, from a
+directory holding that release's `examples/` (the sdist root; see README.md):
+
+    cd $SDIST_ROOT && $VENV/bin/python tools/golden/serve_args.py \
+        --argvs argvs.json --out tests/golden [--platform cuda]
+
+`argvs.json` comes from `export_argvs.py` (every argv a vllm-compat build
+synthesized). For each argv, in one interpreter, the stages `vllm serve` runs
+before it loads anything:
+
+1. `parse`: the CLI's parser exactly as `vllm/entrypoints/cli/main.py` builds it
+   (a `FlexibleArgumentParser` with a `serve` subparser made by
+   `ServeSubcommand.subparser_init`, i.e. `make_arg_parser`), `parse_args`;
+2. `validate`: `ServeSubcommand.validate` (`validate_parsed_serve_args`);
+3. `api_server`: the API server's `validate_api_server_args` (what `setup_server`
+   runs before binding its socket);
+4. `engine_args`: `AsyncEngineArgs.from_cli_args` (after `args.model = args.model_tag`,
+   as `ServeSubcommand.cmd` does).
+
+Shell variables the synthesizer leaves in an argv (`--master-addr $HEAD_IP`,
+`--data-parallel-rpc-port $PREFILL_DP_RPC_PORT`) are expanded first, as the
+user's shell would: a name ending in `PORT` becomes `29550`, any other name
+`10.0.0.1` (`shell_value`); each row lists the names it expanded.
+
+The first stage that raises is recorded with its exception type and message
+(argparse errors: the `prog: error: ...` text it prints before exiting 2); a row
+that passes all four is `ok`. Plugin files (`--tool-parser-plugin`,
+`--reasoning-parser-plugin`) are not imported: they are user code outside vLLM.
+
+Output `<out>/serve-args-<vllm version>.json.gz` (compact JSON, gzipped without a timestamp:
+6,700 argvs are 3 MB of JSON, 60 kB compressed), rows sorted by argv:
+`{"vllm_version", "python", "platform", ..., "rows": [[argv, omni, shell_vars, stage, exception, message,
+values], ...]}` (`argv` as synthesized, before expansion; `values`: every parsed value that differs
+from its default, as JSON, a config object as `<ClassName>`; empty when parsing failed).
+Progress is checkpointed (one JSON line per argv) so an interrupted run resumes.
+Messages are made machine-independent: the venv prefix becomes `<venv>`, the
+working directory `<sdist>`, object addresses `0x?`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import io
+import json
+import os
+import platform as py_platform
+import re
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Not offline: with HF_HUB_OFFLINE, EngineArgs.__post_init__ resolves the model id in the local
+# HF cache (a model-touching step). Any Hub access would be a bug in this harness instead: make
+# it fail fast and visibly.
+os.environ["HF_HUB_OFFLINE"] = "0"
+os.environ.setdefault("HF_ENDPOINT", "http://127.0.0.1:9")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STAGES = ("parse", "validate", "api_server", "engine_args")
+MESSAGE_LIMIT = 2000
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_SHELL_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def shell_value(name: str) -> str:
+    """What the user's shell puts where the argv names $NAME: a port or a host address."""
+    return "29550" if name.upper().endswith("PORT") else "10.0.0.1"
+
+
+def expand(argv: list[str]) -> tuple[list[str], list[str]]:
+    """argv as the shell hands it to vLLM, and the variable names expanded."""
+    names: list[str] = []
+
+    def sub(m: re.Match) -> str:
+        names.append(m.group(1))
+        return shell_value(m.group(1))
+
+    return [_SHELL_VAR.sub(sub, a) for a in argv], sorted(set(names))
+
+
+def clean(text: str, cwd: str) -> str:
+    text = text.replace(sys.prefix, "<venv>").replace(cwd, "<sdist>")
+    text = _ADDRESS.sub(" at 0x?", text)
+    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "..."
+
+
+def build_parser():
+    """The `vllm` CLI parser with its `serve` subcommand, as cli/main.py builds it."""
+    import importlib.metadata
+
+    sys.argv[0] = "vllm"  # argparse's prog: messages read `vllm serve: error: ...`
+
+    import vllm.entrypoints.cli.serve as serve_mod
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser(description="vLLM CLI")
+    parser.add_argument("-v", "--version", action="version",
+                        version=importlib.metadata.version("vllm"))
+    subparsers = parser.add_subparsers(required=False, dest="subparser")
+    cmds = {}
+    for cmd in serve_mod.cmd_init():
+        cmd.subparser_init(subparsers).set_defaults(dispatch_function=cmd.cmd)
+        cmds[cmd.name] = cmd
+    return parser, cmds["serve"]
+
+
+def api_server_validator():
+    """`validate_api_server_args` of this release (it moved between releases)."""
+    for mod_name in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.api_server"):
+        try:
+            mod = __import__(mod_name, fromlist=["validate_api_server_args"])
+        except ImportError:
+            continue
+        fn = getattr(mod, "validate_api_server_args", None)
+        if fn is not None:
+            return f"{mod_name}.validate_api_server_args", fn
+    raise SystemExit("validate_api_server_args not found in this vLLM release")
+
+
+def serve_defaults(parser) -> dict:
+    """Default of every dest of the serve subparser."""
+    sub = parser._subparsers._group_actions[0].choices["serve"]
+    return {a.dest: a.default for a in sub._actions}
+
+
+def changed_values(args, defaults: dict) -> dict:
+    """The parsed values that differ from their defaults, as JSON (a config object: its class name)."""
+    import dataclasses
+
+    out = {}
+    for dest, value in sorted(vars(args).items()):
+        if dest not in defaults or value == defaults[dest] or dest == "dispatch_function":
+            continue
+        if dataclasses.is_dataclass(value):
+            out[dest] = f"<{type(value).__name__}>"
+        else:
+            try:
+                out[dest] = json.loads(json.dumps(value))
+            except (TypeError, ValueError):
+                out[dest] = f"<{type(value).__name__}>"
+    return out
+
+
+def run_one(argv: list[str], parser, serve_cmd, validate_api, cwd: str,
+            defaults: dict) -> tuple[str, str, str, dict]:
+    """(stage, exception, message, parsed values) of the first stage that fails, or ('ok', '', '', values)."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    stage = "parse"
+    values: dict = {}
+    try:
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                args = parser.parse_args(argv[1:])
+        except SystemExit as exc:
+            lines = err.getvalue()
+            at = lines.find(": error: ")
+            if at < 0:
+                return stage, "SystemExit", clean(f"exit {exc.code}: {lines.strip()}", cwd), values
+            start = lines.rfind("\n", 0, at) + 1
+            return stage, "SystemExit", clean(lines[start:].strip(), cwd), values
+        values = changed_values(args, defaults)
+        stage = "validate"
+        serve_cmd.validate(args)
+        stage = "api_server"
+        validate_api(args)
+        stage = "engine_args"
+        if getattr(args, "model_tag", None) is not None:
+            args.model = args.model_tag
+        AsyncEngineArgs.from_cli_args(args)
+    except Exception as exc:  # every failure is data here
+        return stage, type(exc).__name__, clean(str(exc), cwd), values
+    return "ok", "", "", values
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--argvs", required=True, help="JSON from export_argvs.py")
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--platform", default="cuda", choices=("auto", "cuda", "cpu"),
+                    help="platform installed before vLLM resolves one (see README.md)")
+    ap.add_argument("--checkpoint", help="progress file (default: in the temp dir)")
+    ap.add_argument("--limit", type=int, help="stop after this many new argvs (debug)")
+    args = ap.parse_args()
+    started = time.time()
+    cwd = os.getcwd()
+    if os.path.isdir(os.path.join(cwd, "vllm")):
+        raise SystemExit("run from a directory without a vllm/ package (it would shadow the install)")
+
+    sys.path.insert(0, HERE)
+    from modelinfo import FAKE_CUDA_CAPABILITY, describe_platform, force_platform, platform_label
+
+    if args.platform != "auto":
+        force_platform(args.platform)
+    import vllm
+    from vllm.platforms import current_platform
+
+    version = vllm.__version__
+    with open(args.argvs) as fh:
+        todo = json.load(fh)["argvs"]
+    checkpoint = args.checkpoint or os.path.join(tempfile.gettempdir(), f"serve-args-{version}.jsonl")
+    done: dict[str, list] = {}
+    if os.path.exists(checkpoint):
+        with open(checkpoint) as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by an interrupt
+                done[json.dumps(row[0])] = row
+        print(f"resuming: {len(done)} argvs already in {checkpoint}", file=sys.stderr)
+
+    t0 = time.time()
+    parser, serve_cmd = build_parser()
+    defaults = serve_defaults(parser)
+    api_name, validate_api = api_server_validator()
+    print(f"parser built in {time.time() - t0:.1f}s; api validation: {api_name}", file=sys.stderr)
+    new = 0
+    with open(checkpoint, "a") as ck:
+        for i, item in enumerate(todo, 1):
+            key = json.dumps(item["argv"])
+            if key in done:
+                continue
+            if args.limit is not None and new >= args.limit:
+                break
+            argv, shell_vars = expand(item["argv"])
+            try:
+                stage, exc, msg, values = run_one(argv, parser, serve_cmd, validate_api, cwd, defaults)
+            except BaseException as e:  # noqa: BLE001 (KeyboardInterrupt stops below)
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                stage, exc, msg, values = "harness", type(e).__name__, clean(traceback.format_exc(limit=3), cwd), {}
+            row = [item["argv"], bool(item.get("omni")), shell_vars, stage, exc, msg, values]
+            done[key] = row
+            ck.write(json.dumps(row) + "\n")
+            new += 1
+            if new % 200 == 0:
+                ck.flush()
+                print(f"[{i}/{len(todo)}] {time.time() - started:.0f}s", file=sys.stderr, flush=True)
+    wanted = {json.dumps(item["argv"]) for item in todo}
+    rows = sorted((r for k, r in done.items() if k in wanted), key=lambda r: r[0])
+    if len(rows) < len(wanted):
+        print(f"incomplete: {len(rows)} of {len(wanted)} argvs; re-run to continue", file=sys.stderr)
+        return 1
+    import pydantic
+
+    doc = {
+        "vllm_version": version,
+        "python": py_platform.python_version(),
+        "pydantic": pydantic.__version__,
+        "platform": args.platform if args.platform != "auto" else platform_label(current_platform),
+        "platform_detail": describe_platform(current_platform, args.platform != "auto"),
+        "assumed_cuda_capability": list(FAKE_CUDA_CAPABILITY) if args.platform == "cuda" else None,
+        "api_server_validation": api_name,
+        "stages": list(STAGES),
+        "columns": ["argv", "omni", "shell_vars", "stage", "exception", "message", "values"],
+        "rows": rows,
+    }
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"serve-args-{version}.json.gz")
+    text = json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
+    # gzip without a timestamp or name: the same rows give the same bytes
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
+        fh.write(text.encode("utf-8"))
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r[3]] = counts.get(r[3], 0) + 1
+    print(f"wrote {path}: {len(rows)} argvs {counts}, {time.time() - started:.0f}s", file=sys.stderr)
+    os.unlink(checkpoint)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
