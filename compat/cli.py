@@ -299,6 +299,35 @@ def bisect_cmd(
     sys.stdout.write(bis.as_json(r) + "\n" if format == "json" else bis.render(r))
 
 
+@app.command("lint", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def lint_cmd(
+    command: Annotated[list[str] | None, typer.Argument(metavar="-- vllm serve MODEL [ARGS]...", help="The serve command line, after `--`.")] = None,
+    db: DbOpt = Path("compat.db"),
+    vllm: VllmOpt = None,
+    vllm_src: SrcOpt = None,
+    platform: Annotated[str, typer.Option("--platform", metavar="PLATFORM", help="cuda or rocm.")] = "cuda",
+    hf_config_dir: Annotated[Path | None, typer.Option("--hf-config-dir", metavar="DIR", help="Local config.json files (HF cache layout or <org>/<name>/).")] = None,
+    allow_hub: Annotated[bool, typer.Option("--allow-hub", metavar="", help="Fetch config.json from the HF Hub for unresolved ids.")] = False,
+    no_search: Annotated[bool, typer.Option("--no-search", metavar="", help="Do not bisect the index for the first working release.")] = False,
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+) -> None:
+    """Judge any `vllm serve` command line at every scanned release (exit codes as check).
+
+    Example: compat lint --db compat.db -- vllm serve zai-org/GLM-5.2 -tp 8 -pp 2
+    """
+    from compat import api
+
+    if format not in ("text", "json"):
+        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
+    r = api.lint(command or [], db, vllm or [], platform, hf_config_dir, allow_hub, not no_search,
+                 progress=_progress, srcs=vllm_src or [])
+    from compat import lint as lintm
+
+    sys.stdout.write(lintm.as_json(r) + "\n" if format == "json" else lintm.render(r))
+    if r.exit_code:
+        raise typer.Exit(r.exit_code)
+
+
 def _terminate(signum: int, _frame: object) -> None:
     # SIGTERM (timeouts, `kill`) unwinds like an interrupt, so `db.writing` removes its
     # private copy instead of leaving a .tmp file next to the database; exit 128+15.

@@ -114,6 +114,7 @@ class ServeRules:
         self.reason = ""
         self.program: IsolatedProgram | None = None
         self.entries: list[tuple[str, str, str, int]] = []  # (stage, name, file, line)
+        self.missing: dict[str, str] = {}  # stage -> why its function was not found
         if tree is None:
             self.reason = f"the source of vLLM {version} is not available"
             return
@@ -122,7 +123,8 @@ class ServeRules:
         for stage, name, via in ENTRY_POINTS:
             found = self._find(name, via)
             if found is None:
-                self.reason = f"{name} not found in vLLM {version} (from {SERVE_CLI}{' via ' + via if via else ''})"
+                self.missing[stage] = (f"{name} not found in vLLM {version} "
+                                       f"(from {SERVE_CLI}{' via ' + via if via else ''})")
                 continue
             file, fn = found
             functions[name] = (fn, file)
@@ -211,9 +213,14 @@ class ServeRules:
     def run(self, args: argparse.Namespace) -> list[RuleResult]:
         """One result per stage, in vLLM's order; stops at the first stage that raises."""
         out: list[RuleResult] = []
-        if self.program is None:
+        if self.program is None and self.reason:
             return [RuleResult(stage, "unknown", message=self.reason) for stage, _n, _v in ENTRY_POINTS]
-        for stage, name, file, line in self.entries:
+        found = {e[0]: e for e in self.entries}
+        for stage, _name, _via in ENTRY_POINTS:
+            if stage in self.missing or self.program is None:
+                out.append(RuleResult(stage, "unknown", message=self.missing.get(stage, self.reason)))
+                continue
+            _stage, name, file, line = found[stage]
             try:
                 self.program.call(name, args)
             except SandboxError as exc:
