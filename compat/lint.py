@@ -16,7 +16,6 @@ cached); each argument finding gets the first release that accepts it the same w
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 from compat import db as dbm
 from compat.errors import UserError
 from compat.recipes import Combination, parse_serve_args
-from compat.verdict.engine import Finding, Judge, Outcome
+from compat.verdict.engine import Finding, Judge
 from compat.verdict.shell import ShellVars
 
 Progress = Callable[[str], None]
@@ -47,7 +46,7 @@ class LintResult:
     releases: list[ReleaseVerdict] = field(default_factory=list)  # the releases judged, oldest first
     works_from: str | None = None
     works_note: str = ""
-    accepted_from: dict[tuple[str, ...], str] = field(default_factory=dict)  # finding key -> first release
+    accepted_from: dict[str, str] = field(default_factory=dict)  # argument finding key -> first release accepting it
 
     @property
     def exit_code(self) -> int:
@@ -100,37 +99,36 @@ def config_loader(command: list[str]) -> Callable[[str], Any] | None:
     return lambda _p: data
 
 
-class _Releases:
-    """Knowledge per release: the database's rows, or a release scanned on demand into a temp db."""
+class _Facts:
+    """Knowledge per release: the database's rows, or a release scanned on demand."""
 
     def __init__(self, db_path: Path | None, progress: Progress | None, srcs: list[str] | None = None) -> None:
         from compat.sources import tree_from_path
-        from compat.sources.pypi import version_key
+        from compat.vocab import release_key
 
         self.say = progress or (lambda _m: None)
         self.engine = dbm.reading(db_path) if db_path is not None else None
         self.in_db: list[str] = []
         self.origin: dict[str, str] = {}
         if self.engine is not None:
-            _cols, rows = dbm.query(self.engine, "select version, origin from release")
-            self.in_db = sorted((r[0] for r in rows), key=version_key)
-            self.origin = {r[0]: r[1] for r in rows}
+            with self.engine.connect() as conn:
+                rows = dbm.dict_rows(conn, "select version, origin from release")
+            self.in_db = sorted((r["version"] for r in rows), key=release_key)
+            self.origin = {r["version"]: r["origin"] for r in rows}
         self.local = {}  # --vllm-src trees, judged from a fresh scan
         for src in srcs or []:
             t = tree_from_path(src)
             self.local[t.version] = t
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self._extra = None
         self.trees: dict[str, Any] = {}
-        self.knowledge: dict[str, Any] = {}
 
     def shell(self) -> ShellVars:
+        """The placeholders the build's recipes checkout defines (none without a database)."""
         if self.engine is None:
             return ShellVars()
         try:
             with self.engine.connect() as conn:
                 return ShellVars.from_rows(dbm.dict_rows(conn, "select pattern, file, line from shell_variable"))
-        except Exception:  # an older database without the table
+        except Exception:  # a database written before the table existed
             return ShellVars()
 
     def tree(self, version: str) -> Any:
@@ -139,7 +137,7 @@ class _Releases:
         if version in self.local:
             return self.local[version]
         if version in self.origin and self.origin[version] != "pypi":
-            self.trees.setdefault(version, None)
+            return None
         if version not in self.trees:
             from compat.sources import tree_from_index
 
@@ -150,37 +148,35 @@ class _Releases:
                 self.trees[version] = None
         return self.trees[version]
 
-    def get(self, version: str) -> Any:
-        from compat.verdict.knowledge import load_knowledge
+    def knowledge(self, version: str) -> Any:
+        from compat.verdict.knowledge import knowledge_from_facts, load_knowledge
 
-        if version in self.knowledge:
-            return self.knowledge[version]
         if version in self.in_db and version not in self.local:
-            k = load_knowledge(self.engine, version, self.tree(version))
-        else:
-            from compat.scan import release_facts, write_facts
+            return load_knowledge(self.engine, version, self.tree(version))
+        from compat.scan import release_facts
 
-            tree = self.tree(version)
-            if tree is None:
-                raise UserError(f"release {version!r} is neither in the database nor available", where="--vllm")
-            if self._extra is None:
-                self._tmp = tempfile.TemporaryDirectory(prefix="compat-lint-")
-                self._extra = dbm.engine_for(Path(self._tmp.name) / "lint.db")
-                dbm.init_schema(self._extra)
-            self.say(f"lint: scanning vLLM {version}")
-            facts, _ = release_facts(tree, self.say)
-            write_facts(self._extra, facts)
-            k = load_knowledge(self._extra, version, tree)
-        self.knowledge[version] = k
-        return k
+        tree = self.tree(version)
+        if tree is None:
+            raise UserError(f"release {version!r} is neither in the database nor available", where="--vllm")
+        self.say(f"lint: scanning vLLM {version}")
+        facts, _ = release_facts(tree, self.say)
+        notes = json.loads((facts.get("release") or {}).get("notes") or "[]")
+        return knowledge_from_facts(version, tree, facts, notes)
 
     def close(self) -> None:
-        if self._extra is not None:
-            self._extra.dispose()
         if self.engine is not None:
             self.engine.dispose()
-        if self._tmp is not None:
-            self._tmp.cleanup()
+
+
+def expand_config(argv: list[str], data: Any) -> list[str]:
+    """The argv with its `--config` file's options spliced in as vLLM does it, so every release
+    (also those the search scans) judges the same command; vLLM's own errors are left to it."""
+    from compat.verdict.arguments import PreprocessError, pull_config
+
+    try:
+        return ["vllm", *pull_config(["serve", *argv[2:]], lambda _p: data)]
+    except PreprocessError:
+        return argv
 
 
 def lint(command: list[str], db_path: Path | None, versions: list[str] | None = None, platform: str = "cuda",
@@ -188,10 +184,13 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
          progress: Progress | None = None, srcs: list[str] | None = None) -> LintResult:
     """Judge one `vllm serve` command at every release of the database (or `versions`)."""
     from compat.hf import ModelResolver
-    from compat.sources.pypi import version_key
+    from compat.verdict.releases import ReleasePool
+    from compat.vocab import release_key
 
     argv = split_command(command)
     loader = config_loader(argv)
+    if loader is not None:
+        argv = expand_config(argv, loader(""))
     if platform not in ("cuda", "rocm"):
         raise UserError(f"unknown platform {platform!r} (cuda, rocm)", where="--platform")
     if db_path is not None and not Path(db_path).is_file():
@@ -199,45 +198,51 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
             raise UserError("no such database (run `compat build` or `compat scan` first, or give --vllm)",
                             where=str(db_path))
         db_path = None
-    rel = _Releases(db_path, progress, srcs)
+    facts = _Facts(db_path, progress, srcs)
     try:
-        targets = sorted(set(versions or []) | set(rel.local) or set(rel.in_db), key=version_key)
+        targets = sorted(set(versions or []) | set(facts.local) or set(facts.in_db), key=release_key)
         if not targets:
             raise UserError("the database holds no scanned release (run `compat scan --vllm V`)", where=str(db_path))
-        for v in targets:
-            rel.get(v)
-        trees = [t for t in (rel.tree(v) for v in targets) if t is not None]
+        knowledge = {v: facts.knowledge(v) for v in targets}
+        trees = [t for t in (facts.tree(v) for v in targets) if t is not None]
         models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees)
-        model = _model_of(argv, rel.get(targets[-1]))
+        shell = facts.shell()
+        judges = {v: Judge(k, models, shell=shell) for v, k in knowledge.items()}
+        pool = ReleasePool(judges, models, index=_index() if search else None, progress=progress, shell=shell)
+        model = _model_of(argv, knowledge[targets[-1]])
         combo = Combination(recipe="", model_id=model, variant="", strategy="", feature="", mode="", hardware="",
                             platform=platform, argvs=(("", tuple(argv)),), vllm_pin="", docker_pin=None,
                             gated=False, omni="--omni" in argv, problems=())
-        judge = _Judged(rel, models, rel.shell(), loader, combo)
         result = LintResult(argv, model)
         for v in targets:
-            o = judge(v)
+            o = pool.outcome(v, combo)
             result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.status != "ok"]))
-        _works_from(result, targets, judge, search, rel.say)
+        _works_from(result, targets, pool, combo, search)
         if search:
-            _accepted_from(result, targets, judge)
+            oldest = pool.outcome(targets[0], combo)
+            for f in oldest.findings:
+                if f.key.startswith("arg:") and f.status == "blocked" and f.key not in result.accepted_from:
+                    first = pool.first_without(targets[0], combo, f.key)
+                    if first:
+                        result.accepted_from[f.key] = first
+        for v in [v for v in pool.judges if v not in targets]:  # releases the searches visited
+            o = pool.outcome(v, combo)
+            if o is not None:
+                result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.status != "ok"],
+                                                      judged=False))
         return result
     finally:
-        rel.close()
+        facts.close()
 
 
-class _Judged:
-    """The command's verdict per release, judged once each."""
+def _index() -> list[str] | None:
+    """Releases on the package index (cached answer offline), or None when unreachable."""
+    from compat.sources.pypi import versions_on_index
 
-    def __init__(self, rel: _Releases, models: Any, shell: ShellVars, loader: Any, combo: Combination) -> None:
-        self.rel, self.models, self.shell, self.loader, self.combo = rel, models, shell, loader, combo
-        self.outcomes: dict[str, Outcome] = {}
-
-    def __call__(self, version: str) -> Outcome:
-        if version not in self.outcomes:
-            j = Judge(self.rel.get(version), self.models, shell=self.shell)
-            j.config_loader = self.loader
-            self.outcomes[version] = j.judge(self.combo)
-        return self.outcomes[version]
+    try:
+        return versions_on_index()
+    except UserError:
+        return None
 
 
 def _model_of(argv: list[str], k: Any) -> str:
@@ -248,83 +253,36 @@ def _model_of(argv: list[str], k: Any) -> str:
     return default if isinstance(default, str) else ""
 
 
-def _span(lo: str, hi: str) -> list[str]:
-    """Final releases on the index from lo to hi (both included), oldest first."""
-    from compat.sources.pypi import version_key, versions_on_index
+def _works_from(result: LintResult, targets: list[str], pool: Any, combo: Combination, search: bool) -> None:
+    from compat.verdict.releases import STARTS
 
-    available = versions_on_index()
-    return [v for v in available if version_key(lo) <= version_key(v) <= version_key(hi)
-            and not any(t in v for t in ("rc", "a", "b", "dev", "post"))]
-
-
-def _first(span: list[str], good: Callable[[str], bool]) -> str:
-    """Bisection: span[0] is bad, span[-1] good; the first good release (assumed to stay good)."""
-    lo, hi = 0, len(span) - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if good(span[mid]):
-            hi = mid
-        else:
-            lo = mid
-    return span[hi]
-
-
-def _works_from(result: LintResult, targets: list[str], judge: _Judged, search: bool, say: Progress) -> None:
-    statuses = [(v, judge(v).status) for v in targets]
-    working = [v for v, s in statuses if s in WORKING]
-    if not working:
-        result.works_note = f"works at none of the releases judged ({targets[0]} .. {targets[-1]})"
+    statuses = {v: pool.outcome(v, combo).status for v in targets}
+    if statuses[targets[0]] in STARTS:
+        result.works_from = targets[0]
+        result.works_note = f"works at {targets[0]}, the oldest release judged"
         return
-    first = working[0]
-    before = [v for v, s in statuses if s not in WORKING and targets.index(v) < targets.index(first)]
-    if not before:
-        result.works_from = first
-        result.works_note = f"works at {first}, the oldest release judged"
-        return
-    last_bad = before[-1]
     if not search:
-        result.works_from = first
-        result.works_note = f"first working release judged (releases between {last_bad} and {first} not searched)"
+        later = [v for v in targets if statuses[v] in STARTS]
+        result.works_from = later[0] if later else None
+        result.works_note = ("first working release judged (the index not searched)" if later
+                             else f"works at none of the releases judged ({targets[0]} .. {targets[-1]})")
         return
-    try:
-        span = _span(last_bad, first)
-    except UserError as exc:
-        result.works_from = first
-        result.works_note = f"first working release judged; the index is unavailable ({exc.message})"
+    first = pool.first_working(targets[0], [combo])
+    basis = "the index" if pool.exhaustive else "the releases judged (index unreachable)"
+    if first is None:
+        result.works_note = f"works at no release after {targets[0]} on {basis}"
         return
-    if len(span) <= 2:
-        result.works_from = first
-        result.works_note = f"no release between {last_bad} (not working) and {first}"
-        return
-    say(f"lint: bisecting {len(span) - 2} releases between {last_bad} and {first}")
-    found = _first(span, lambda v: judge(v).status in WORKING)
-    result.works_from = found
-    below = span[span.index(found) - 1]
-    result.works_note = f"first working release on the index (bisected; {below}: {judge(below).status})"
-    for v in [v for v in span if v in judge.outcomes and v not in targets]:
-        o = judge(v)
-        result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.status != "ok"],
-                                              judged=False))
+    result.works_from = first
+    before = [v for v in pool.releases if release_before(v, first)]
+    below = before[-1] if before else targets[0]
+    o = pool.outcome(below, combo)
+    result.works_note = f"first working release on {basis} (bisected; {below}: {o.status if o else 'unknown'})"
 
 
-def _accepted_from(result: LintResult, targets: list[str], judge: _Judged) -> None:
-    """Each blocked argument finding at the oldest release: the first release without it."""
-    oldest = judge(targets[0])
-    keys = [f.key for f in oldest.findings if f.key and f.status == "blocked" and f.stage == "argument"]
-    for key in dict.fromkeys(keys):
-        def gone(v: str, key: tuple[str, ...] = key) -> bool:
-            return not any(f.key == key for f in judge(v).findings)
-        later = [v for v in targets if gone(v)]
-        if not later:
-            continue
-        first = later[0]
-        before = [v for v in targets if targets.index(v) < targets.index(first)]
-        try:
-            span = _span(before[-1], first)
-        except UserError:
-            result.accepted_from[key] = first
-            continue
-        result.accepted_from[key] = _first(span, gone) if len(span) > 2 else first
+def release_before(a: str, b: str) -> bool:
+    from compat.vocab import release_key
+
+    return release_key(a) < release_key(b)
 
 
 def render(r: LintResult) -> str:
@@ -336,7 +294,8 @@ def render(r: LintResult) -> str:
             lines.append(f"{rv.version}{tag}: ok")
             continue
         for f in rv.findings:
-            msg = f.message.strip().splitlines()[0] if f.message.strip() else ""
+            msg = " / ".join(line.strip() for line in f.message.strip().splitlines()
+                             if line.strip() and not line.strip().startswith("For further information"))
             accepted = r.accepted_from.get(f.key) if f.key else None
             parts = [f"{rv.version}{tag}: {f.status}: {f.step}"]
             if msg:
@@ -367,6 +326,6 @@ def as_json(r: LintResult) -> str:
 
 
 def _key(v: str) -> tuple:
-    from compat.sources.pypi import version_key
+    from compat.vocab import release_key
 
-    return version_key(v)
+    return release_key(v)

@@ -374,3 +374,9 @@ def test_placeholders_are_read_from_the_recipes_checkout(tmp_path: Path) -> None
     assert shell.defined("PREFILL_NODE_1").file == "strategies/pd.yaml"
     assert shell.defined("COMMENTED") is None and shell.defined("OTHER") is None
     assert shell.defined("HEAD_PI") is None
+
+
+def test_config_finding_cites_the_class_or_field(release) -> None:
+    res = check_arguments(release, ["vllm", "serve", "m", "--compilation-config", '{"use_inductor": false}'], SHELL)
+    assert res.findings[0].evidence[0] == "vllm/config/compilation.py:100"  # the class: no such field
+    assert res.findings[0].key == ("config", "--compilation-config", "use_inductor")

@@ -130,3 +130,15 @@ def test_value_accepted_from_the_first_release_that_lists_it(vllm_tree, tmp_path
     assert "vLLM: vllm serve: error: argument --moe-backend: invalid choice: 'b12x'" in line
     assert "| accepted from 0.29.0 |" in line and "vllm/config/kernel.py:" in line
     assert r.stdout.strip().splitlines()[-1].startswith("works from 0.29.0")
+
+
+def test_database_releases_are_judged(mini_release, tmp_path, isolated_cache) -> None:
+    """Without --vllm the database's releases are judged; a release scanned from a local tree has
+    no source here, so what needs the source (the validation functions) is unknown, said so."""
+    db = tmp_path / "c.db"
+    assert run("scan", "--vllm-src", f"{mini_release}=0.0.1", "--db", str(db), cwd=tmp_path).returncode == 0
+    r = run("lint", "--db", str(db), "--no-search", "--", "vllm", "serve", "m", "-tp", "two", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "0.0.1: blocked: " in r.stdout and "invalid int value: 'two'" in r.stdout
+    r = run("lint", "--db", str(db), "--no-search", "--", "vllm", "serve", "m", "-tp", "2", cwd=tmp_path)
+    assert "the source of vLLM 0.0.1 is not available" in r.stdout

@@ -279,6 +279,7 @@ class _Notes:
 
     def __init__(self) -> None:
         self.findings: list[ArgFinding] = []
+        self.evidence: list[str] = []  # where the rejected field or class is defined (config values)
 
 
 class ServeParser:
@@ -495,6 +496,7 @@ class ServeParser:
             if out.raised:
                 raise _Raised(out.raised)
             if out.errors:
+                self.notes.evidence = _error_evidence(out, self.validator, cls)
                 raise argparse.ArgumentTypeError(format_errors(cls, out.errors))
             if out.unchecked:
                 self.notes.findings.append(ArgFinding(
@@ -577,6 +579,7 @@ class ServeParser:
                 key = ("choice", row["flag"], value.group(1) if value else "")
                 step = f"{row['flag']} {value.group(1) if value else ''} is not one of vLLM {self.version}'s choices"
             elif "validation error" in message:
+                evidence = [*self.notes.evidence, *evidence]
                 key = ("config", row["flag"], message.split("\n", 1)[-1].splitlines()[0])
                 step = f"{row['flag']}: {row['json_class']} of vLLM {self.version} rejects the value " \
                        f"({'; '.join(_error_heads(message))})"
@@ -668,6 +671,25 @@ def _enable_disable(prefixes: dict[str, str]) -> type[argparse.Action]:
             setattr(namespace, self.dest, option_string not in self.negative_option_strings)
 
     return EnableDisableAction
+
+
+def _error_evidence(out: Any, validator: Validator, cls: str) -> list[str]:
+    """file:line of each rejected field (its definition), or of the class for an unknown key."""
+    found = []
+    for e in out.errors:
+        owner, schema = cls, validator.schemas.get(cls)
+        for part in e.loc[:-1]:  # walk nested config classes
+            field = (schema.fields.get(part) if schema else None) or {}
+            spec = field.get("type") or {}
+            owner = spec.get("name") if spec.get("t") == "class" else owner
+            schema = validator.schemas.get(owner)
+        if schema is None:
+            continue
+        field = schema.fields.get(e.loc[-1]) if e.loc else None
+        at = f"{field['file']}:{field['line']}" if field else f"{schema.file}:{schema.line}"
+        if at not in found:
+            found.append(at)
+    return found
 
 
 def _error_heads(message: str) -> list[str]:

@@ -118,7 +118,6 @@ class Judge:
         # Placeholders the recipes define ($HEAD_IP, ...): values the user's shell supplies.
         self.shell = shell if shell is not None else ShellVars()
         self._arg_cache: dict[tuple[str, ...], list[Finding]] = {}
-        self.config_loader: Any = None  # reads a `--config` YAML the argv names (compat lint)
         # The recipe's own `model.architecture: moe|dense`, used only when the model's
         # config does not give an expert count (and said so in the chain).
         self.recipe_moe = recipe_moe or {}
@@ -169,7 +168,7 @@ class Judge:
             return None
         partial = any(n.startswith("cli: partial") for n in self.k.notes)
         out = []
-        for af in check_arguments(self.k, list(argv), self.shell, self.config_loader).findings:
+        for af in check_arguments(self.k, list(argv), self.shell).findings:
             status = af.status
             if partial and af.key[:1] == ("unrecognized",):
                 status = "unknown"  # the flag list of this release is incomplete
