@@ -117,7 +117,7 @@ def test_argument_findings_agree_with_vllm(knowledge, snapshot, version: str) ->
     same_python = tuple(int(x) for x in doc["python"].split(".")[:2]) == sys.version_info[:2]
     disagreements: list[str] = []
     rejected = accepted = 0
-    defaults = k.serve_parser.parser(frozenset()).defaults_
+    defaults = k.serve_parser.defaults
     for argv, _omni, _vars, stage, exc, message, values in rows:
         findings = judge.arguments(argv) or []
         blocked = [f for f in findings if f.status == "blocked"]

@@ -39,6 +39,8 @@ STAGES = ("parse", "validate", "api_server", "engine_args")
 _HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _DOTTED_KEY = re.compile(r"(?<=--)[^\.]*")
 _MAX_ROUNDS = 40
+_SPACE = re.compile(r"\s")
+_JSON_COLUMNS = ("option_strings", "const", "choices", "default")
 
 
 @dataclass
@@ -287,13 +289,19 @@ class ServeParser:
 
     def __init__(self, values: list[dict[str, Any]], validator: Validator, version: str,
                  tree: Any = None, inverse: dict[str, Any] | None = None) -> None:
-        self.values = values
+        # JSON columns decoded once (a parser is rebuilt per set of relaxed options)
+        self.values = [dict(v, **{c: json.loads(v[c]) for c in _JSON_COLUMNS}) for v in values]
         # `--enable-x` <-> `--disable-x` for BooleanOptionalAction options (vLLM's EnableDisableAction)
         self.inverse = (inverse or {}).get("prefixes") or {}
         self.validator = validator
         self.version = version
         self.tree = tree
-        self.by_dest = {v["dest"] or v["flag"]: v for v in values}
+        self.by_dest = {v["dest"] or v["flag"]: v for v in self.values}
+        self.dest_of_string: dict[str, str] = {}  # option string or dest -> the row's dest
+        for v in self.values:
+            for name in [*v["option_strings"], v["flag"], v["dest"]]:
+                self.dest_of_string.setdefault(name, v["dest"] or v["flag"])
+        self.plugin_dests = [v["dest"] for v in self.values if v["dest"].endswith("_parser_plugin")]
         self.notes = _Notes()  # the parse in progress: what its type callables noticed
         self._built: dict[frozenset[str], _Parser] = {}
 
@@ -302,6 +310,11 @@ class ServeParser:
         if relaxed not in self._built:
             self._built[relaxed] = self.build(relaxed)
         return self._built[relaxed]
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every option's default as argparse leaves it in the namespace (from the full parser)."""
+        return self.parser(frozenset()).defaults_  # type: ignore[attr-defined]
 
     def build(self, relaxed: frozenset[str]) -> _Parser:
         """The `serve` subparser (prog `vllm serve`). The top-level `vllm` parser adds nothing for
@@ -328,14 +341,14 @@ class ServeParser:
     @staticmethod
     def _option_strings(row: dict[str, Any]) -> list[str]:
         """What `add_argument` receives (the `--no-x` / `--disable-x` forms the action derives)."""
-        return json.loads(row["option_strings"]) or [row["flag"]]
+        return row["option_strings"] or [row["flag"]]
 
     def _kwargs(self, row: dict[str, Any], relaxed: bool) -> dict[str, Any]:
         action = row["action"]
         kw: dict[str, Any] = {"dest": row["dest"] or row["flag"].lstrip("-").replace("-", "_")}
         if not row["flag"].startswith("-"):
             kw.pop("dest")
-        default = json.loads(row["default"])
+        default = row["default"]
         kw["default"] = default if row["default_kind"] == "literal" else None
         if row["default_kind"].startswith("factory:") and row["type"] == "dataclass":
             kw["default"] = self.validator.config_object(row["default_kind"].split(":", 1)[1], {})
@@ -346,7 +359,7 @@ class ServeParser:
             kw["action"] = _enable_disable(self.inverse) if self.inverse else argparse.BooleanOptionalAction
             return kw
         if action == "store_const":
-            kw["action"], kw["const"] = "store_const", json.loads(row["const"])
+            kw["action"], kw["const"] = "store_const", row["const"]
             return kw
         if action == "append":
             kw["action"] = "append"
@@ -354,12 +367,12 @@ class ServeParser:
         if nargs:
             kw["nargs"] = int(nargs) if nargs.isdigit() else nargs
             if nargs == "?":
-                kw["const"] = json.loads(row["const"])
+                kw["const"] = row["const"]
         if relaxed:
             kw["type"] = _named(lambda v: v, "relaxed")
             return kw
         kw["type"] = self._type(row)
-        choices = json.loads(row["choices"])
+        choices = row["choices"]
         if choices is not None and not row["metavar_only"]:
             kw["choices"] = _Choices(choices)
         return kw
@@ -388,7 +401,7 @@ class ServeParser:
     def _base(self, row: dict[str, Any]) -> Any:
         name = row["type"]
         flag = row["flag"]
-        choices = json.loads(row["choices"])
+        choices = row["choices"]
 
         def shell_ok(fn: Any, label: str) -> Any:
             def convert(val: str) -> Any:
@@ -524,7 +537,7 @@ class ServeParser:
             self.notes = notes = _Notes()
             parser = self.parser(frozenset(relaxed))
             try:
-                namespace = _top_level_parse(parser, processed)
+                namespace = _top_level_parse(parser, processed, self.defaults)
                 findings += notes.findings
                 break
             except _ParseError as exc:
@@ -554,12 +567,7 @@ class ServeParser:
         m = re.match(r"argument ([^:]+): ", message)
         if not m:
             return None
-        names = m.group(1).split("/")
-        for row in self.values:
-            strings = set(json.loads(row["option_strings"])) | {row["flag"]}
-            if any(n in strings or n == row["dest"] for n in names):
-                return row["dest"] or row["flag"]
-        return None
+        return next((self.dest_of_string[n] for n in m.group(1).split("/") if n in self.dest_of_string), None)
 
     def _finding(self, prog: str, message: str, dest: str | None) -> ArgFinding:
         text = f"{prog}: error: {message}"
@@ -588,14 +596,14 @@ class ServeParser:
         return ArgFinding("parse", "blocked", step, text, [e for e in evidence if e], key, "SystemExit")
 
 
-def _top_level_parse(serve: _Parser, processed: list[str]) -> argparse.Namespace:
+def _top_level_parse(serve: _Parser, processed: list[str], defaults: dict[str, Any]) -> argparse.Namespace:
     """`vllm`'s parse_args of ['serve', ...]: the subparser parses the rest, then the top level
     rejects what neither used (argparse `parse_args`: "unrecognized arguments")."""
     parsed, extras = serve.parse_known_args(processed[1:], argparse.Namespace())
     if extras:
         raise _ParseError("vllm", "unrecognized arguments: %s" % " ".join(extras))
     namespace = argparse.Namespace()
-    vars(namespace).update(serve.defaults_)  # type: ignore[attr-defined]
+    vars(namespace).update(defaults)
     vars(namespace).update(vars(parsed), subparser="serve")
     return namespace
 
@@ -632,14 +640,14 @@ def check_arguments(k: Any, argv: list[str], shell: Any = None, config_loader: C
         rest = rest[1:]
     namespace, parse_findings = sp.parse(["serve", *rest], config_loader)
     findings = [*findings, *parse_findings]
-    spaced = [t for t in rest if isinstance(t, str) and t.startswith("-") and any(c.isspace() for c in t)]
+    spaced = [t for t in rest if isinstance(t, str) and t.startswith("-") and _SPACE.search(t)]
     for f in findings:
         if f.key[:1] == ("unrecognized",) and spaced:
             f.step += (f" ({', '.join(map(repr, spaced))}: one argv item holding a space, which argparse "
                        "takes for a positional; split it into two items)")
     if namespace is not None:
         # setup_server imports these plugin files before its checks; they can register parser names.
-        plugins = [d for d, v in vars(namespace).items() if d.endswith("_parser_plugin") and v and len(v) > 3]
+        plugins = [d for d in sp.plugin_dests if (v := getattr(namespace, d, None)) and len(v) > 3]
         for r in k.serve_rules.run(namespace):
             if r.status == "ok":
                 continue
