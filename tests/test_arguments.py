@@ -380,3 +380,137 @@ def test_config_finding_cites_the_class_or_field(release) -> None:
     res = check_arguments(release, ["vllm", "serve", "m", "--compilation-config", '{"use_inductor": false}'], SHELL)
     assert res.findings[0].evidence[0] == "vllm/config/compilation.py:100"  # the class: no such field
     assert res.findings[0].key == ("config", "--compilation-config", "use_inductor")
+
+
+def test_replay_only_where_the_argv_rewrite_is_verified() -> None:
+    """A release whose parse_args is not one checked against vLLM keeps name-level flag checks."""
+    from compat.hf import ModelResolver
+    from compat.verdict.engine import Judge, _verified_rewrites
+    from compat.verdict.knowledge import Knowledge
+
+    k = Knowledge(version=VERSION, tree=None, values=VALUES)
+    judge = Judge(k, ModelResolver(trees=[]))
+    assert judge.arguments(["vllm", "serve", "m", "-tp", "x"]) is None  # no argv_rewrite fact
+    k.release_facts["argv_rewrite"] = {"sha": "0" * 16, "file": "f.py", "line": 1}
+    assert Judge(k, ModelResolver(trees=[])).arguments(["vllm", "serve", "m", "-tp", "x"]) is None
+    k.release_facts["argv_rewrite"] = {"sha": sorted(_verified_rewrites())[0], "file": "f.py", "line": 1}
+    found = Judge(k, ModelResolver(trees=[])).arguments(["vllm", "serve", "m", "-tp", "x"])
+    assert found and found[0].status == "blocked" and found[0].stage == "argument"
+
+
+def test_verified_rewrites_are_those_of_the_golden_runs() -> None:
+    import yaml
+
+    from compat.resources import data_dir
+
+    doc = yaml.safe_load((data_dir() / "argv_rewrites.yaml").read_text())
+    root = Path(__file__).resolve().parents[1]
+    for v in doc["verified"]:
+        assert (root / v["golden"]).is_file(), v  # each shape names the golden run that checked it
+
+
+def test_argv_rewrites_data_matches_its_schema() -> None:
+    import jsonschema
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    schema = json.loads((root / "schema" / "argv_rewrites.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    doc = yaml.safe_load((root / "data" / "argv_rewrites.yaml").read_text())
+    jsonschema.validate(doc, schema)
+    assert len({v["sha"] for v in doc["verified"]}) == len(doc["verified"])
+
+
+def test_argv_rewrite_shape_follows_the_code(tmp_path: Path) -> None:
+    """The same parse_args gives the same sha wherever it lives; a changed body another."""
+    from compat.vllm.cli_surface import argv_rewrite_shape
+
+    body = ("class FlexibleArgumentParser:\n    def parse_args(self, args=None, namespace=None):\n"
+            "        return {}\n")
+    shapes = []
+    for i, (rel, text) in enumerate([("vllm/utils/argparse_utils.py", body), ("vllm/utils/__init__.py", body),
+                                     ("vllm/utils.py", body.replace("{}", "[]"))]):
+        root = tmp_path / str(i)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("# a comment moves no code\n" * i + text)
+        shapes.append(argv_rewrite_shape(VllmTree(root, VERSION, "src")))
+    assert shapes[0]["sha"] == shapes[1]["sha"] != shapes[2]["sha"]
+    assert shapes[1]["file"] == "vllm/utils/__init__.py" and shapes[1]["line"] == 3
+    assert argv_rewrite_shape(VllmTree(tmp_path / "none", VERSION, "src")) is None
+
+
+ARG_UTILS_SRC = '''
+def doubled(val):
+    return int(val) * 2
+
+
+def needs_torch(val):
+    return torch.dtype(val)
+'''
+
+OLD_API_SERVER = '''
+from vllm.entrypoints.openai.tool_parsers import ToolParserManager
+
+
+def validate_api_server_args(args):
+    valid = ToolParserManager.tool_parsers.keys()
+    if args.enable_auto_tool_choice and args.tool_call_parser not in valid:
+        raise KeyError(f"invalid tool call parser: {args.tool_call_parser} (chose from {{ {','.join(valid)} }})")
+    if args.chat_template is not None:
+        args.chat_template.no_such_method()
+
+
+def setup_server(args):
+    validate_api_server_args(args)
+
+
+async def run_server(args):
+    pass
+'''
+
+
+@pytest.fixture(scope="module")
+def older(tmp_path_factory):
+    """A release that converts with its own functions and reads the parser dict directly."""
+    root = tmp_path_factory.mktemp("older-args")
+    files = {"vllm/entrypoints/cli/serve.py": SERVE, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
+             "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": OLD_API_SERVER,
+             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY, "vllm/engine/arg_utils.py": ARG_UTILS_SRC}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    tree = VllmTree(root, VERSION, "src")
+    values = [*VALUES, opt("--doubled", type="callable", callable_src="doubled"),
+              opt("--dtype-ish", type="callable", callable_src="needs_torch")]
+    return SimpleNamespace(
+        version=VERSION, serve_parser=ServeParser(values, Validator(schemas_from_rows(CONFIG)), VERSION, tree),
+        serve_rules=ServeRules(tree, {"tool": {"hermes"}, "reasoning": set()}, [], VERSION))
+
+
+def test_release_type_function_runs_from_its_source(older) -> None:
+    res = check_arguments(older, ["vllm", "serve", "m", "--doubled", "21"], SHELL)
+    assert not res.findings and res.namespace["doubled"] == 42
+    res = check_arguments(older, ["vllm", "serve", "m", "--doubled", "x"], SHELL)
+    assert res.findings[0].status == "blocked" and "--doubled" in res.findings[0].message
+
+
+def test_release_type_function_that_cannot_be_evaluated_is_unknown(older) -> None:
+    res = check_arguments(older, ["vllm", "serve", "m", "--dtype-ish", "bfloat16"], SHELL)
+    assert [f.status for f in res.findings] == ["unknown"]
+    assert "needs_torch (vllm/engine/arg_utils.py:6), which could not be evaluated" in res.findings[0].step
+
+
+def test_older_parser_dicts_are_read(older) -> None:
+    ok = check_arguments(older, ["vllm", "serve", "m", "--tool-call-parser", "hermes", "--enable-auto-tool-choice"],
+                         SHELL)
+    assert not ok.findings
+    bad = check_arguments(older, ["vllm", "serve", "m", "--tool-call-parser", "nope", "--enable-auto-tool-choice"],
+                          SHELL)
+    assert (bad.findings[0].stage, bad.findings[0].exception) == ("api_server", "KeyError")
+
+
+def test_validation_reading_what_the_analysis_lacks_is_unknown(older) -> None:
+    """An AttributeError from a stand-in is the analysis's gap, not vLLM's answer."""
+    res = check_arguments(older, ["vllm", "serve", "m", "--chat-template", "{{ messages }}"], SHELL)
+    assert [f.status for f in res.findings] == ["unknown"]
+    assert "could not be evaluated: AttributeError" in res.findings[0].step

@@ -109,6 +109,9 @@ def test_argument_findings_agree_with_vllm(knowledge, snapshot, version: str) ->
     from compat.verdict.shell import read_placeholders
 
     k = knowledge[version]
+    from compat.verdict.engine import argv_rewrite_verified
+
+    assert argv_rewrite_verified(k)  # this release's parse_args is listed in data/argv_rewrites.yaml
     shell = read_placeholders(snapshot)
     judge = Judge(k, ModelResolver(trees=[k.tree]), shell=shell)
     doc = load_golden(version)

@@ -462,7 +462,7 @@ class ServeParser:
                 return port
             return shell_ok(check_port, "check_port")
         if name == "callable":
-            fn = self._release_function(row["callable_src"])
+            fn = self._release_function(row["callable_src"], row)
             if fn is not None:
                 return shell_ok(fn, row["callable_src"])
 
@@ -474,23 +474,34 @@ class ServeParser:
             return val
         return _named(unchecked, "unchecked")
 
-    def _release_function(self, src: str) -> Any:
-        """A module-level function of the release used as `type=`, run in the sandbox."""
+    def _release_function(self, src: str, row: dict[str, Any]) -> Any:
+        """A module-level function of the release used as `type=`, run from its source in the
+        sandbox; a value it cannot evaluate passes unchecked, said so."""
         if self.tree is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", src):
             return None
+        import ast
+
         from compat.vllm.cli_surface import ARG_UTILS, SymbolResolver
-        from compat.vllm.sandbox import SandboxError, call_isolated
+        from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
         got = SymbolResolver(self.tree).resolve(ARG_UTILS, src)
-        if got is None or not isinstance(got[1], __import__("ast").FunctionDef):
+        if got is None or not isinstance(got[1], ast.FunctionDef):
             return None
         file, fn = got
+        try:
+            program = IsolatedProgram(self.tree, {src: (fn, file)}, {"argparse": argparse})
+        except SandboxError:
+            return None
 
         def run(val: str) -> Any:
             try:
-                return call_isolated(self.tree, fn, file, val)[0]
-            except SandboxError as exc:
-                raise _Raised(f"unmodelled: {exc}") from None
+                return program.call(src, val)
+            except (SandboxError, NameError, AttributeError) as exc:
+                self.notes.findings.append(ArgFinding(
+                    "parse", "unknown", f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
+                    f"({file}:{fn.lineno}), which could not be evaluated ({exc})", "", [f"{file}:{fn.lineno}"],
+                    ("unchecked", row["flag"])))
+                return val
         return run
 
     def _dataclass(self, row: dict[str, Any]) -> Any:

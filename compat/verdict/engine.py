@@ -104,6 +104,23 @@ def known_flag(k: Knowledge, t: Any) -> dict[str, Any] | None:
     return k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
 
 
+@lru_cache(maxsize=1)
+def _verified_rewrites() -> frozenset[str]:
+    """The parse_args shapes the argument replay reproduces (data/argv_rewrites.yaml)."""
+    import yaml
+
+    from compat.resources import data_dir
+
+    doc = yaml.safe_load((data_dir() / "argv_rewrites.yaml").read_text(encoding="utf-8"))
+    return frozenset(str(v["sha"]) for v in doc["verified"])
+
+
+def argv_rewrite_verified(k: Knowledge) -> bool:
+    """Is the release's argv rewrite one the replay was checked against vLLM for?"""
+    shape = k.release_facts.get("argv_rewrite")
+    return isinstance(shape, dict) and shape.get("sha") in _verified_rewrites()
+
+
 def _cls_ev(cap: dict[str, Any] | None) -> str:
     return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
 
@@ -141,7 +158,11 @@ class Judge:
             args = _parse(argv)
             prefix = f"{role}: " if role else ""
             checked = self.arguments(argv)
-            if checked is None:  # no argparse facts for this release: flag names only
+            if checked is None:  # no argparse facts for this release, or a rewrite not verified
+                if self.k.values and not argv_rewrite_verified(self.k):
+                    out.add(Finding(NOTE, f"{prefix}vLLM {k.version}'s argv rewrite "
+                                    f"(FlexibleArgumentParser.parse_args) is not one the argument replay is "
+                                    "verified against; flag names are checked, values are not"))
                 for f in self._flags(args, prefix):
                     out.add(f)
             else:
@@ -164,7 +185,7 @@ class Judge:
         key = tuple(argv)
         if key in self._arg_cache:
             return self._arg_cache[key]
-        if not self.k.values:
+        if not self.k.values or not argv_rewrite_verified(self.k):
             return None
         partial = any(n.startswith("cli: partial") for n in self.k.notes)
         out = []

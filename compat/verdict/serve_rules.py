@@ -95,10 +95,13 @@ class VirtualPath:
 
 
 class _Manager:
-    """A parser manager as the release registers it: only `list_registered()`."""
+    """A parser manager as the release registers it: `list_registered()`, and the name -> parser
+    dicts older releases read directly (`ToolParserManager.tool_parsers.keys()`)."""
 
     def __init__(self, names: list[str]) -> None:
         self._names = names
+        registry = {n: None for n in names}
+        self.tool_parsers = self.reasoning_parsers = self.lazy_parsers = registry
 
     def list_registered(self) -> list[str]:
         return list(self._names)
@@ -229,6 +232,10 @@ class ServeRules:
                 return out
             except _Unknown as exc:
                 out.append(RuleResult(stage, "unknown", "", f"{name} read {exc}", f"{file}:{line}", name))
+                return out
+            except (AttributeError, NameError) as exc:  # what the analysis stands in for lacks something
+                out.append(RuleResult(stage, "unknown", "", f"{name} could not be evaluated: "
+                                      f"{type(exc).__name__}: {exc}", f"{file}:{line}", name))
                 return out
             except Exception as exc:  # the release's own check fired: this is the answer
                 out.append(RuleResult(stage, "blocked", type(exc).__name__, str(exc), f"{file}:{line}", name))

@@ -1137,6 +1137,26 @@ def inverse_prefixes(tree: VllmTree) -> dict[str, Any] | None:
     return None
 
 
+_PARSER_HOMES = (ARGPARSE_UTILS, "vllm/utils/__init__.py", "vllm/utils.py")
+
+
+def argv_rewrite_shape(tree: VllmTree) -> dict[str, Any] | None:
+    """`{"sha", "file", "line"}` of the release's `FlexibleArgumentParser.parse_args` (the argv
+    rewrite before argparse): sha256 of its unparsed AST, 16 hex digits, so releases sharing the
+    code share the value. None when the class or method is not found."""
+    import hashlib
+
+    for rel in _PARSER_HOMES:
+        mod = tree.parse(rel)
+        for st in (mod.body if mod else []):
+            if isinstance(st, ast.ClassDef) and st.name == "FlexibleArgumentParser":
+                for fn in st.body:
+                    if isinstance(fn, ast.FunctionDef) and fn.name == "parse_args":
+                        sha = hashlib.sha256(ast.unparse(fn).encode()).hexdigest()[:16]
+                        return {"sha": sha, "file": rel, "line": fn.lineno}
+    return None
+
+
 def _candidate_files(ex: _CliExtractor, f: CliFlag) -> list[str]:
     out = []
     if f.config_class:

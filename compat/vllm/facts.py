@@ -251,8 +251,11 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
     release_rows.append(runner_default(tree))
     release_rows.append(requirements_fact(tree))
     release_rows.append(chat_template_files(tree))
-    from compat.vllm.cli_surface import inverse_prefixes
+    from compat.vllm.cli_surface import argv_rewrite_shape, inverse_prefixes
 
+    shape = argv_rewrite_shape(tree)
+    release_rows.append({"key": "argv_rewrite", "value": json.dumps(shape),
+                         "file": shape["file"] if shape else "", "line": shape["line"] if shape else 0})
     inverse = inverse_prefixes(tree)
     release_rows.append({"key": "boolean_inverse_prefixes", "value": json.dumps(inverse),
                          "file": inverse["file"] if inverse else "", "line": inverse["line"] if inverse else 0})
