@@ -124,3 +124,13 @@ def test_missing_recipe_file_names_it(setup: tuple[Path, Path]) -> None:
     with pytest.raises(UserError) as exc:
         apply_fixes(db, root)
     assert exc.value.where == "models/a.yaml"
+
+
+def test_a_split_item_applied_twice_is_a_no_op() -> None:
+    from compat.fix.edits import apply
+
+    data = {"model": {"base_args": ["--max-model-len auto", "--x"]}}
+    split = Edit("replace_item", ("model", "base_args"), ["--max-model-len", "auto"], old="--max-model-len auto")
+    once = apply(data, [split])
+    assert once["model"]["base_args"] == ["--max-model-len", "auto", "--x"]
+    assert apply(once, [split]) == once
