@@ -123,8 +123,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
                                "unavailable": unavailable, "coverage": coverage}
-    recipe_moe = {path: r.model.get("architecture") == "moe" for path, r in repo.recipes.items()
-                  if r.model.get("architecture") in ("moe", "dense")}
+    recipe_moe = repo.declared_moe()
     with dbm.writing(db_path) as engine:
         for v in releases:
             write_facts(engine, facts_all[v])

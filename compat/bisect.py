@@ -54,8 +54,10 @@ def select(combos: list[Combination], model: str, strategy: str, feature: str) -
 class _Releases:
     """Scans releases on demand into one temporary database and judges the selected combos."""
 
-    def __init__(self, combos: list[Combination], progress: Progress | None, newest: str) -> None:
+    def __init__(self, combos: list[Combination], progress: Progress | None, newest: str,
+                 recipe_moe: dict[str, bool]) -> None:
         self.combos = combos
+        self.recipe_moe = recipe_moe
         # Facts about a model id do not depend on the release judged: resolve them with the
         # newest release's docs and test registry too (downloaded, not scanned).
         self.newest = tree_from_index(newest, progress=progress)
@@ -77,7 +79,7 @@ class _Releases:
             self.facts[version] = facts
             write_facts(self.engine, facts)
             models = ModelResolver(trees=[self.newest, *self.trees.values()])
-            judge = Judge(load_knowledge(self.engine, version, tree), models)
+            judge = Judge(load_knowledge(self.engine, version, tree), models, self.recipe_moe)
             self.outcomes[version] = [judge.judge(c) for c in self.combos]
         return worst(o.status for o in self.outcomes[version]).value
 
@@ -113,7 +115,7 @@ def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | 
     if not span:
         raise UserError(f"no final release between {pin} and {last} on the package index", where="--from")
     res = BisectResult(target=f"{model} {strategy} {feature}", searched=span)
-    rel = _Releases(combos, progress, available[-1])
+    rel = _Releases(combos, progress, available[-1], repo.declared_moe())
     try:
         lo_status = rel.judge(span[0])
         res.visited[span[0]] = lo_status

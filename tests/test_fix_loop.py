@@ -89,8 +89,8 @@ def test_works_from_is_what_bisect_finds(loop: dict[str, Path], snapshot: Path, 
 
     feat, _, mode = feature.partition(":")
     name = model.split("/")[-1]
-    rows = sql(loop["before"], f"SELECT vllm_version, works_from FROM verdict WHERE recipe LIKE '%/{name}.yaml' "
-                               f"AND strategy = '{strategy}' AND feature = '{feat}' AND mode = '{mode}' "
+    rows = sql(loop["before"], f"SELECT vllm_version, works_from FROM verdict WHERE (model_id = '{model}' "
+                               f"OR recipe LIKE '%/{name}.yaml') AND strategy = '{strategy}' AND feature = '{feat}' AND mode = '{mode}' "
                                "AND judged = 1 AND status = 'blocked'")
     assert rows and all(r["works_from"] for r in rows), (model, rows[:3])
     pin = rows[0]["vllm_version"]
