@@ -68,3 +68,21 @@ def test_finding_keys_are_release_independent() -> None:
     a = Judge(release("0.1.0", drop=("--nnodes",)), MODELS).judge(combo("acme/moe-pp", "--nnodes", "2"))
     b = Judge(release("0.9.0", drop=("--nnodes",)), MODELS).judge(combo("acme/moe-pp", "--nnodes", "2"))
     assert a.keys == b.keys and a.chain != b.chain  # the wording names the release; the key does not
+
+
+def test_a_verdict_decided_without_the_config_never_marks_that_step_ok() -> None:
+    """vLLM lists the id under several architectures that all agree: the step is a note, not [ok]."""
+    from compat.hf.facts import ModelFacts
+    from tests.engine_kit import Models
+
+    class Candidates(Models):
+        def resolve(self, model_id: str) -> ModelFacts:
+            if model_id == "acme/two-archs":
+                return ModelFacts(model_id, "unknown", reason="no config", candidates=("NoPPModel", "NoPPModel"))
+            return super().resolve(model_id)
+
+    o = Judge(release("0.1.0"), Candidates(MODELS.known)).judge(
+        combo("acme/two-archs", "--pipeline-parallel-size", "2"))
+    assert o.status == "blocked"
+    unresolved = [s for s in o.chain if "model config of acme/two-archs unresolved" in s]
+    assert unresolved and all(s.startswith("[note] ") for s in unresolved), o.chain
