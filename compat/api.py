@@ -64,7 +64,6 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
           hf_config_dir: Path | None = None, allow_hub: bool = False,
           progress: Progress | None = None) -> dict[str, Any]:
     """Scan + load recipes + resolve models + decide every combination; one atomic write."""
-    import json
     import time
 
     from compat.errors import UserError

@@ -11,12 +11,10 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from compat.fix.context import Context, Row
 from compat.fix.edits import apply
 from compat.fix.plan import build_cases, plan_recipe
-from compat.fix.writer import apply_fixes
 from compat.recipes import enumerate_repo, load_repo
 from compat.verdict.batch import CauseBook, Sweep, later_than
 from compat.verdict.cause import renderer

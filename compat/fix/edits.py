@@ -106,11 +106,3 @@ def apply(data: Any, edits: list[Edit]) -> Any:
 def _contains_run(items: list[Any], run: list[Any]) -> bool:
     n = len(run)
     return any(items[i:i + n] == run for i in range(len(items) - n + 1))
-
-
-def no_op(data: Any, edits: list[Edit]) -> bool:
-    """Whether applying `edits` changes nothing (a second apply is a no-op)."""
-    try:
-        return apply(data, edits) == data
-    except EditConflict:
-        return False

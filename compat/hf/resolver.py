@@ -23,7 +23,6 @@ No hit: status "unknown" with the reasons each source gave, never a guess.
 from __future__ import annotations
 
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace

@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from compat.recipes import Combination
 from compat.recipes.repo import RecipesRepo
@@ -196,11 +195,3 @@ def _problem_field(step: str) -> str:
     parts = step.removeprefix("recipe problem: ").split(": ")
     field = parts[1] if len(parts) > 2 and parts[0].endswith(".yaml") else ""
     return field if _FIELD.match(field) else ""
-
-
-def summary(cause_list: list[Cause]) -> dict[str, Any]:
-    """The primary cause of a row as columns (the first decisive finding's cause)."""
-    if not cause_list:
-        return {"cause_kind": "", "cause": ""}
-    first = cause_list[0]
-    return {"cause_kind": first.kind, "cause": first.label}
