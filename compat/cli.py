@@ -247,15 +247,16 @@ def _apply_fixes(db: Path, root: Path, dry_run: bool, only: tuple[str, ...]) -> 
 def site(
     db: DbOpt = Path("compat.db"),
     output: Annotated[Path, typer.Option("-o", "--output", metavar="PATH", help="Output directory.")] = Path("site-out"),
+    recipes_url: Annotated[str, typer.Option("--recipes-url", metavar="URL", help="Where recipe files are linked, e.g. https://github.com/vllm-project/recipes/blob/COMMIT (a cause links its recipe line).")] = "https://github.com/vllm-project/recipes/blob/main",
 ) -> None:
-    """Static HTML compatibility matrix (works from file://), plus compat.db and a JSON export.
+    """Static HTML compatibility matrix (works from file://), plus compat.db.gz and verdicts.json.
 
     Example: compat site --db compat.db -o site-out
     """
     from compat.emit.site import build_site
 
-    rep = build_site(db, output)
-    out.print(f"{rep.pages} pages, {rep.bytes / 1e6:.1f} MB in {rep.seconds:.1f}s -> {output}/index.html")
+    rep = build_site(db, output, recipes_url=recipes_url)
+    out.print(f"{rep.summary()} -> {output}/index.html", markup=False, soft_wrap=True)
 
 
 @app.command("diff")
