@@ -39,9 +39,10 @@ def main() -> None:
     recipe_pages = sum(n for p, n in files.items() if p.startswith("recipes/"))
     print(f"compat site on {db.name} ({db.stat().st_size / 1e6:.1f} MB), {runs} runs: "
           f"median {statistics.median(times):.2f} s, fastest {min(times):.2f} s (whole process)")
+    n_recipes = sum(p.startswith("recipes/") for p in files)
     print(f"  HTML + JSON {pages_and_json / 1e6:.2f} MB (budget {BUDGET_PAGES_AND_JSON / 1e6:.1f}): "
-          f"recipe pages {recipe_pages / 1e6:.2f} MB in {sum(p.startswith('recipes/') for p in files)}"
-          f" files, verdicts.json {files.get('verdicts.json', 0) / 1e6:.2f} MB, index pages "
+          f"recipe pages {recipe_pages / 1e6:.2f} MB in {n_recipes} files, verdicts.json "
+          f"{files.get('verdicts.json', 0) / 1e6:.2f} MB, index pages "
           + ", ".join(f"{p} {n / 1e3:.0f} kB" for p, n in sorted(indexes.items()))
           + f" (budget {BUDGET_INDEX_PAGE / 1e3:.0f} kB each)")
     print(f"  compat.db.gz {files.get('compat.db.gz', 0) / 1e6:.2f} MB; "

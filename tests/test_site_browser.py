@@ -35,6 +35,10 @@ def _module(name: str, path: Path):
     return mod
 
 
+PAGES = _module("site_pages", FIXTURE.with_name("pages.py"))
+BLOCKED_PLACES = PAGES.BLOCKED_PLACES
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from compat.emit.site import build_site
@@ -114,26 +118,10 @@ def in_viewport(pg, selector: str) -> bool:
     }""")
 
 
-# Blocked entries the matrix box shows, and those it hides to the left or right.
-BLOCKED_PLACES = """() => {
-    const wrap = document.querySelector('.matrix-wrap');
-    const box = wrap.getBoundingClientRect();
-    const from = document.querySelector('#matrix thead th.rh').getBoundingClientRect().right;
-    const to = box.left + wrap.clientLeft + wrap.clientWidth;
-    const out = {shown: [], left: [], right: []};
-    document.querySelectorAll('#matrix li.e.s-blocked').forEach(li => {
-        if (li.offsetParent === null) return;
-        const r = li.getBoundingClientRect();
-        const where = r.right > to + 1 ? 'right' : r.left < from - 1 ? 'left' : 'shown';
-        out[where].push(li.id);
-    });
-    return out;
-}"""
 
 
 def cue(pg, side: str) -> str:
-    el = pg.locator(f".offscreen.{side}")
-    return el.inner_text() if el.is_visible() else ""
+    return PAGES.cue(pg, side)
 
 
 def test_matrix_renders(page, site):
@@ -152,8 +140,7 @@ def test_entries_link_to_their_recipe_cell(page, site):
     """site.js gives each entry the id compat.emit.site.cell_id gives its cell, and a link there."""
     import re
 
-    pages = _module("site_pages", FIXTURE.with_name("pages.py"))
-    expected = pages.index_entries((site / "index.html").read_text(encoding="utf-8"))
+    expected = PAGES.index_entries((site / "index.html").read_text(encoding="utf-8"))
     open_page(page, site, "index.html")
     got = page.eval_on_selector_all(
         "#matrix li.e", "els => els.map(e => [e.id, e.dataset.k, e.dataset.s, "

@@ -77,10 +77,9 @@ TEXT_COLUMNS = {"platform", "hardware", "variant", "strategy", "feature", "mode"
 _STRATEGY_SHAPES = ("tp", "tep", "dep", "tp_dp", "tp_pp")
 _RELEASE_RE = re.compile(r"^\d+(\.\d+)+((a|b|rc)\d+)?(\.post\d+)?$")
 SHOWN_COMMANDS = 1  # per note; every command is in compat.db.gz (table command)
-TITLE_REASON = 160  # characters of a reason or a why repeated in a hover title
-FINDING_CLIP = 90  # characters of a cause's finding in an index row's cause list
+FINDING_CLIP = 80  # characters of a cause's finding in an index row's cause list
 ENTRY_REASON_CLIP = 100  # characters of a reason in an index entry's title (no cause found)
-CAUSE_FIX_CLIP = 110  # characters of a fix (or why there is none) in an index row's cause list
+CAUSE_FIX_CLIP = 100  # characters of a fix (or why there is none) in an index row's cause list
 _EVIDENCE_RE = re.compile(r"^(?P<path>[\w.-]+(?:/[\w.-]+)*\.\w+)(?::(?P<line>\d+))?$")
 
 
@@ -439,7 +438,7 @@ def targets_text(pairs: Iterable[tuple[str, str]]) -> str:
     return "; ".join(parts)
 
 
-def _clip(text: str, limit: int = TITLE_REASON) -> str:
+def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
@@ -492,7 +491,7 @@ class IndexRow:
     ref: RecipeRef
     model_id: str
     releases: str
-    search: str
+    search: str  # the model ids the row does not show; site.js adds provider, name and model
     cells: dict[str, list[Entry]]
     counts: Counter[str]
     causes: list[RowCause]
@@ -532,16 +531,14 @@ def _entry(strategy: str, feature: str, mode: str, rows: list[dict[str, Any]],
         elif decisive[0]["reason"]:
             parts.append(_clip(decisive[0]["reason"], ENTRY_REASON_CLIP))
         works = _join_versions(r["works_from"] for r in decisive if r["works_from"])
-        if status == "blocked":
-            if works:
-                parts.append(f"works from {works}")
+        if status == "blocked":  # the hint says the fix kind and the first working release
             fixes = dict.fromkeys("fix: " + c.fix_kind if c.has_fix else "no fix" for c in found)
             hint = " · ".join(filter(None, ["gated" if gated else " / ".join(fixes),
                                             f"works from {works}" if works else ""]))
         if gated:
             parts.append("the recipe already gates this combination")
         title = "; ".join(parts)
-        title = title[:1].upper() + title[1:] + "."
+        title = title[:1].upper() + title[1:] + "." if title else ""
     return Entry(label=label, status=status, mixed=mixed, gated=gated, title=title, hint=hint)
 
 
@@ -558,9 +555,10 @@ def _row_causes(rows: list[dict[str, Any]], causes: dict[int, CauseView]) -> lis
         entries = len({(r["strategy"], r["feature"], r["mode"]) for r in grouped})
         strategies = sorted({strategy_label(r["strategy"]) for r in grouped}, key=_strategy_key)
         works = _join_versions(r["works_from"] for r in grouped if r["works_from"])
-        if isinstance(key, CauseView):
+        if isinstance(key, CauseView):  # its own first release: where all it blocks starts
             fix = key.fix_text if (status == "blocked" or key.has_fix) else ""
             label, finding = key.label, key.finding or grouped[0]["reason"]
+            works = key.works_from or works
         else:
             label, finding, fix = "", key[1], ""
         out.append(RowCause(status=status, label=label, finding=_clip(finding, FINDING_CLIP),
@@ -660,7 +658,8 @@ def _index_model(view: IndexView, by_recipe: dict[str, list[dict[str, Any]]],
         model_ids = sorted({r["model_id"] for r in rows if r["model_id"]})
         providers[ref.provider].append(IndexRow(
             ref=ref, model_id=rows[0]["model_id"], releases=releases,
-            search=" ".join([ref.provider, ref.name, *model_ids]).lower(), cells=dict(cells),
+            search=" ".join(m for m in model_ids if m != rows[0]["model_id"]).lower(),
+            cells=dict(cells),
             counts=row_counts, causes=_row_causes(shown, causes)))
     ordered = sorted(fm_order, key=fm_order.__getitem__)
     feature_options = [("base", "base command")]

@@ -102,8 +102,12 @@
     var heads = toArray(table.querySelectorAll("thead th[data-strategy]"));
     var entries = [];
     each(table.querySelectorAll("tr.r"), function (tr) {
-      var href = tr.querySelector("th a").getAttribute("href");
+      var link = tr.querySelector("th a");
+      var href = link.getAttribute("href");
       tr.dataset.provider = tr.closest("tbody").dataset.provider;
+      /* what the search matches: provider, name, model id (the row's first small) and the rest */
+      tr.dataset.q = [tr.dataset.provider, link.textContent, tr.querySelector("th small").textContent,
+        tr.dataset.q].join(" ").toLowerCase();
       each(tr.querySelectorAll("td"), function (td, i) {
         var head = heads[i];
         if (!head) return;
