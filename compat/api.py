@@ -62,8 +62,10 @@ def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
 
 def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
           hf_config_dir: Path | None = None, allow_hub: bool = False,
-          progress: Progress | None = None) -> dict[str, Any]:
-    """Scan + load recipes + resolve models + decide every combination; one atomic write."""
+          progress: Progress | None = None, facts_lock: Path | None = None) -> dict[str, Any]:
+    """Scan + load recipes + resolve models + decide every combination; one atomic write.
+
+    With `facts_lock`, the lock answers first for every id it holds (offline)."""
     import time
 
     from compat.errors import UserError
@@ -76,9 +78,12 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat.verdict.knowledge import load_knowledge
     from compat.verdict.releases import ReleasePool
 
+    from compat.hf.lock import read_lock
+
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     dbm.ensure_writable(db_path)
+    lock = read_lock(facts_lock) if facts_lock is not None else None
     repo = load_repo(recipes)
     enum = enumerate_repo(repo)
     combos = enum.combinations
@@ -117,7 +122,8 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
     extra = _newest_tree(trees, say) if (versions or not explicit) else []
     models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
-                           trees=list(trees.values()) + extra)
+                           trees=list(trees.values()) + extra, lock=lock)
+    models.prefetch(recipe_model_ids(combos))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
@@ -260,8 +266,90 @@ def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
                     "architectures": json.dumps(list(f.architectures)), "model_type": f.model_type,
                     "num_nextn_predict_layers": f.num_nextn_predict_layers,
                     "num_experts": f.num_experts, "source": f.source or "",
-                    "provenance": f.provenance or "", "inferred": int(bool(f.inferred))})
+                    "provenance": f.provenance or "", "revision": f.revision or "",
+                    "inferred": int(bool(f.inferred))})
     return out
+
+
+def recipe_model_ids(combos: list[Any]) -> list[str]:
+    """Every model id the combinations use: served models (omni recipes aside) and the draft
+    checkpoints their --speculative-config names, in first-seen order."""
+    from compat.recipes import parse_serve_args
+
+    ids: dict[str, str] = {}
+    argvs: set[tuple[str, ...]] = set()
+    for c in combos:
+        if c.omni:
+            continue
+        ids.setdefault(c.model_id.casefold(), c.model_id)
+        argvs.update(tuple(a) for _role, a in c.argvs)
+    for argv in sorted(argvs):
+        spec = parse_serve_args(list(argv)).speculative_config
+        model = spec.get("model") if isinstance(spec, dict) else None
+        if isinstance(model, str) and "/" in model and not model.startswith(("/", ".")):
+            ids.setdefault(model.casefold(), model)
+    return list(ids.values())
+
+
+def lock_models(recipes: Path, output: Path, versions: list[str], srcs: list[str],
+                hf_config_dir: Path | None = None, allow_hub: bool = True,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """Resolve every model id the recipes use afresh (Hub, HF cache, offline sources) and write
+    the facts lock atomically; entries unchanged since the previous lock keep their date."""
+    from collections import Counter
+
+    from compat.hf import ModelResolver
+    from compat.hf.lock import READ_KEYS, build_lock, read_lock, sandbox_keys, write_lock
+    from compat.recipes import enumerate_repo, load_repo
+
+    say = progress or (lambda _m: None)
+    combos = enumerate_repo(load_repo(recipes)).combinations
+    ids = recipe_model_ids(combos)
+    trees = _model_fact_trees(versions, srcs, say)
+    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees)
+    models.prefetch(ids)
+    facts = [models.resolve(mid) for mid in ids]
+    previous = read_lock(output) if output.is_file() else None
+    sources = {"vllm": sorted(t.version for t in trees),
+               "transformers": models.transformers_version}
+    doc = build_lock(facts, set(READ_KEYS) | sandbox_keys(trees), sources, previous)
+    write_lock(doc, output)
+    return {"ids": len(ids), "output": str(output),
+            "by_status": dict(Counter(f.status for f in facts)),
+            "by_source": dict(Counter(f.source or "unknown" for f in facts)),
+            "revisions": sum(1 for f in facts if f.revision)}
+
+
+def outdated_models(lock_path: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """For every locked id whose config came from the Hub or an HF cache (it has a revision):
+    the commit of main upstream now, and whether it moved."""
+    from compat.hf.hub import HubClient
+    from compat.hf.lock import read_lock
+
+    lock = read_lock(lock_path)
+    pinned = {mid: e["revision"] for mid, e in lock.models.items() if e.get("revision")}
+    hub = HubClient()
+    now = hub.fetch_many(pinned, fetch=hub.upstream_revision)
+    rows = []
+    for mid, locked in pinned.items():
+        sha, why = now[mid]
+        state = "error" if sha is None else ("unchanged" if sha == locked else "changed")
+        rows.append({"model_id": mid, "locked": locked, "upstream": sha, "state": state,
+                     "reason": why or ""})
+    return rows
+
+
+def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> list[Any]:
+    """The releases whose tests and docs inform model facts: those named, plus the newest."""
+    from compat.sources import tree_from_index, tree_from_path
+
+    trees = {v: tree_from_index(v) for v in versions}
+    for s in srcs:
+        t = tree_from_path(s)
+        trees[t.version] = t
+    if versions or not srcs:
+        trees.update({t.version: t for t in _newest_tree(trees, say)})
+    return list(trees.values())
 
 
 def _newest_tree(trees: dict[str, Any], say: Progress) -> list[Any]:

@@ -202,6 +202,7 @@ class ModelFact(SQLModel, table=True):
     num_experts: int | None = None
     source: str = ""
     provenance: str = ""
+    revision: str = ""  # commit sha of the config.json read (HF Hub or cache)
     inferred: int = 0
 
 

@@ -31,9 +31,10 @@ from typing import Any
 
 from compat.hf.curated import DEFAULT_CURATED, CuratedEntry, load_curated
 from compat.hf.facts import ModelFacts, Source, facts_from_config, unknown
-from compat.hf.hub import Opener, fetch_config
+from compat.hf.hub import HubClient, HubResult
 from compat.hf.ids import base_candidates
-from compat.hf.local import load_local
+from compat.hf.local import load_local, snapshot_revision
+from compat.hf.lock import FactsLock
 from compat.hf.model_types import TransformersTypes, VllmConfigTypes
 from compat.hf.vllm_docs import VllmDocsIndex
 from compat.hf.vllm_tests import VllmTestsIndex
@@ -55,14 +56,16 @@ class ModelResolver:
         trees: Sequence[VllmTree] = (),
         curated: Path = DEFAULT_CURATED,
         *,
-        hub_opener: Opener | None = None,
+        hub: HubClient | None = None,
+        lock: FactsLock | None = None,
         transformers_types: Path = TRANSFORMERS_TYPES,
     ) -> None:
         self.hf_config_dir = Path(hf_config_dir) if hf_config_dir else None
         self.allow_hub = allow_hub
         self.trees = sorted(trees, key=lambda t: release_key(t.version), reverse=True)
         self.curated_path = Path(curated)
-        self.hub_opener = hub_opener
+        self.hub = hub if hub is not None else (HubClient() if allow_hub else None)
+        self.lock = lock
         self.transformers_path = Path(transformers_types)
         self._curated: dict[str, CuratedEntry] | None = None
         self._tests: VllmTestsIndex | None = None
@@ -74,7 +77,7 @@ class ModelResolver:
         self._active: set[str] = set()
         # id -> architectures vLLM lists it under when it names several (tests or docs)
         self._candidates: dict[str, set[str]] = {}
-        self._hub_cache: dict[str, tuple[dict[str, Any] | None, str, str | None]] = {}
+        self._hub_cache: dict[str, HubResult] = {}
 
     # -- indexes ---------------------------------------------------------------------------
 
@@ -107,6 +110,11 @@ class ModelResolver:
         if self._vllm_types is None:
             self._vllm_types = VllmConfigTypes(self.trees)
         return self._vllm_types
+
+    @property
+    def transformers_version(self) -> str | None:
+        """The transformers release whose mappings (and checkpoint docs) informed the facts."""
+        return self.types.version if self.transformers_path.is_file() else None
 
     # -- public ----------------------------------------------------------------------------
 
@@ -154,6 +162,9 @@ class ModelResolver:
     def _resolve(self, model_id: str) -> ModelFacts:
         misses: list[str] = []
         notes: list[str] = []
+        locked = self._from_lock(model_id, misses, notes)
+        if locked is not None:
+            return locked
         facts = self._strong(model_id, misses, notes)
         if facts is None:
             facts = self._derived(model_id, misses, strong_only=True)
@@ -199,21 +210,48 @@ class ModelResolver:
             if why:
                 notes.append(why)
             return None
-        return facts_from_config(model_id, config, source="local", provenance=rel)
+        return facts_from_config(model_id, config, source="local", provenance=rel,
+                                 revision=snapshot_revision(rel))
+
+    def prefetch(self, model_ids: Iterable[str], progress: bool = True) -> None:
+        """Ask the Hub for every id at once (concurrently) before resolving them one by one.
+        Ids the lock or a local config.json answers are not asked."""
+        if not self.allow_hub or self.hub is None:
+            return
+        todo = []
+        for mid in dict.fromkeys(m.strip() for m in model_ids):
+            key = mid.casefold()
+            if key in self._hub_cache or (self.lock is not None and self.lock.get(mid)):
+                continue
+            if self.hf_config_dir is not None and load_local(self.hf_config_dir, mid)[0] is not None:
+                continue
+            todo.append(mid)
+        for mid, res in self.hub.fetch_many(todo, progress=progress).items():
+            self._hub_cache[mid.casefold()] = res
+
+    def _from_lock(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
+        if self.lock is None:
+            return None
+        entry = self.lock.get(model_id)
+        if entry is None:
+            notes.append(f"not in the facts lock {self.lock.name}")
+            return None
+        return entry
 
     def _from_hub(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
-        if not self.allow_hub:
+        if not self.allow_hub or self.hub is None:
             misses.append("hub not allowed")
             return None
         key = model_id.casefold()
         if key not in self._hub_cache:  # one request per id, even when a derived base is retried
-            self._hub_cache[key] = fetch_config(model_id, self.hub_opener)
-        config, url, why = self._hub_cache[key]
-        if config is None:
-            misses.append(why or "hub: no config")
-            notes.append(why or "hub: no config")
+            self._hub_cache[key] = self.hub.fetch(model_id)
+        res = self._hub_cache[key]
+        if res.config is None:
+            misses.append(res.reason or "hub: no config")
+            notes.append(res.reason or "hub: no config")
             return None
-        return facts_from_config(model_id, config, source="hub", provenance=url)
+        return facts_from_config(model_id, res.config, source="hub", provenance=res.url,
+                                 revision=res.revision)
 
     def _from_curated(
         self, model_id: str, misses: list[str], notes: list[str]
