@@ -150,3 +150,18 @@ def test_ambiguous_model_decided_only_when_every_candidate_agrees(built):
         else:
             assert any("they disagree" in s or "unresolved" in s for s in steps), steps
     assert any(r["status"] != "unknown" for r in got)
+
+
+def test_kimi_pp_eagle3_decided_without_the_target_config(built):
+    """Kimi-K2.6 / K2.7-Code: the target's config is unknown offline, but at 0.23.0 no Eagle3
+    draft class supports PP and the draft inherits it, so every target gives the same block."""
+    got = rows(built, "SELECT model_id, vllm_version, status, message, chain FROM verdict "
+                      "WHERE recipe IN ('models/moonshotai/Kimi-K2.6.yaml', 'models/moonshotai/Kimi-K2.7-Code.yaml') "
+                      "AND strategy='multi_node_tp_pp' AND feature='spec_decoding' AND platform='cuda'")
+    at023 = [r for r in got if r["vllm_version"] == "0.23.0"]
+    assert {r["model_id"] for r in at023} >= {"moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.7-Code"}
+    for r in at023:
+        assert r["status"] == "blocked" and "Pipeline parallelism is not supported" in r["message"]
+        assert "unresolved; not needed" in json.loads(r["chain"])[0]
+    # 0.33.0 has an Eagle3 class with PP: the unknown draft checkpoint decides, so unknown stays
+    assert {r["status"] for r in got if r["vllm_version"] == "0.33.0"} == {"unknown"}

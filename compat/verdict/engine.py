@@ -26,6 +26,8 @@ NOTE = "note"
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
 EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
+# Speculative methods whose draft vLLM derives from the target's own config (hf_config_override).
+TARGET_DRAFTED = frozenset({"mtp"})
 
 
 @dataclass
@@ -211,8 +213,8 @@ class Judge:
         if facts.status != "resolved" and facts.candidates:
             return self._over_candidates(c, args, facts, prefix)
         if facts.status != "resolved" or not facts.architectures:
-            out.append(Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}"))
-            return out
+            return self._without_target(c, args, facts, prefix) or [
+                Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}")]
         arch = facts.architectures[0]
         cap = k.caps.get((c.platform, arch))
         src = f"{facts.source}{' (inferred)' if facts.inferred else ''}"
@@ -284,6 +286,44 @@ class Judge:
         split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
         return [Finding("unknown", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
                         f"{names} and they disagree ({split})")]
+
+    def _without_target(self, c: Combination, args: ServeArgs, facts: ModelFacts,
+                        prefix: str) -> list[Finding] | None:
+        """The target's config is unknown: decide anyway when no value of it can change the verdict.
+
+        The "every candidate agrees" rule of `_over_candidates`, with every possible target as
+        the candidates. A check that reads nothing of the target (the draft of a method whose
+        draft is its own checkpoint, when it inherits the target's PP size) blocks: `blocked`
+        outranks every status, so no target changes the status. The message stays that
+        check's unless a target check that comes before it could raise another: the target's
+        own PP check raises the same PP message; expert parallel on a model not known to be
+        MoE could raise the EP message, and then the candidates disagree: None (unknown).
+        """
+        spec = args.speculative_config
+        if not isinstance(spec, dict) or self.k.methods.get(spec.get("method")) in TARGET_DRAFTED:
+            return None
+        placeholder = replace(facts, architectures=(), model_type=None, config=None)
+        key = (c.platform, c.model_id, "", json.dumps(args.speculative_config, sort_keys=True),
+               args.pipeline_parallel_size)
+        if key not in self._spec_cache:
+            self._meta = {}
+            self._spec_cache[key] = (self._spec(c.platform, args, placeholder, {}), self._meta)
+        found, meta = self._spec_cache[key]
+        if meta.get("method") in TARGET_DRAFTED or meta.get("draft_pp") is None:
+            return None  # the draft is derived from the target's config, or its PP is unknown
+        blocking = next((f for f in found if f.status == "blocked"), None)
+        if blocking is None:
+            return None
+        earlier = set()
+        if args.pipeline_parallel_size > 1:
+            earlier.add(PP_MSG)
+        if args.enable_expert_parallel and self.recipe_moe.get(c.recipe) is not True:
+            earlier.add(EP_MSG)
+        if earlier - {blocking.message}:
+            return None
+        head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; not needed: "
+                       f"the draft check below reads nothing of the target and blocks, whatever the target is")
+        return [head, *(Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in found)]
 
     def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
         if facts.config:
@@ -381,7 +421,7 @@ class Judge:
                         how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
                         draft_archs = rew
         inherits = pp_src in ("target", "target_config")
-        if draft_archs:
+        if draft_archs and facts.architectures:  # no v_draft row for a target whose config is unknown
             dcap0 = k.caps.get((platform, draft_archs[0]))
             self._meta["draft_cap"] = dcap0
             key = (platform, facts.model_type or "", facts.architectures[0], canonical, draft_archs[0])

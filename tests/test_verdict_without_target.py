@@ -1,0 +1,92 @@
+"""Deciding without the target's config only when no value of it can change the verdict (input/output table).
+
+A release is written by hand: Eagle3 draft classes with or without PP, whether the draft
+inherits the target's PP size. The target's config is always unknown here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compat.hf.facts import ModelFacts, unknown
+from compat.recipes import Combination
+from compat.verdict.engine import PP_MSG, Judge
+from compat.verdict.knowledge import Knowledge
+
+FLAGS = ("--pipeline-parallel-size", "--tensor-parallel-size", "--speculative-config",
+         "--enable-expert-parallel")
+
+
+class Models:
+    """Every id unknown, except draft checkpoints named in `known`."""
+
+    def __init__(self, known: dict[str, ModelFacts] | None = None) -> None:
+        self.known = known or {}
+
+    def resolve(self, model_id: str) -> ModelFacts:
+        return self.known.get(model_id) or unknown(model_id, "no source knows it")
+
+
+def release(*, eagle3_pp: tuple[bool, ...] = (False, False), pp_source: str = "target") -> Knowledge:
+    k = Knowledge(version="9.9.9", tree=None)
+    for i, pp in enumerate(eagle3_pp):
+        arch = f"Eagle3Draft{i}ForCausalLM"
+        k.caps[("cuda", arch)] = {"arch": arch, "supports_pp": pp, "class_path": f"vllm.models.e{i}.{arch}",
+                                  "category": "_SPECULATIVE_DECODING_MODELS", "file": f"vllm/e{i}.py",
+                                  "line": 1}
+    k.methods = {"eagle3": "eagle3", "mtp": "mtp"}
+    k.draft_pc = {m: {"pp_source": pp_source, "file": "vllm/config/speculative.py", "line": 955}
+                  for m in ("eagle3", "mtp")}
+    k.flags = {f: {"canonical": f, "value_type": "bool" if "expert" in f else "str", "file": "a.py", "line": 1}
+               for f in FLAGS}
+    return k
+
+
+def combo(*extra: str, method: str = "eagle3", pp: int = 2, recipe: str = "models/acme/T.yaml") -> Combination:
+    spec = {"method": method, "num_speculative_tokens": 3}
+    if method != "mtp":
+        spec["model"] = "acme/T-eagle3"
+    argv = ("vllm", "serve", "acme/T", "--tensor-parallel-size", "8", "--pipeline-parallel-size", str(pp),
+            "--speculative-config", json.dumps(spec), *extra)
+    return Combination(recipe=recipe, model_id="acme/T", variant="default", strategy="multi_node_tp_pp",
+                       feature="spec_decoding", mode="", hardware="", platform="cuda", argvs=(("", argv),),
+                       vllm_pin="9.9.9", docker_pin=None, gated=False, omni=False, problems=())
+
+
+DRAFT = ModelFacts(model_id="acme/T-eagle3", status="resolved", architectures=("Eagle3Draft0ForCausalLM",),
+                   source="hub")
+
+CASES = [
+    # (case, release kwargs, combo kwargs + extra args, draft known, recipe moe, status, message)
+    ("no Eagle3 class supports PP, the draft inherits PP", {}, {}, False, None, "blocked", PP_MSG),
+    ("one Eagle3 class supports PP: the unknown draft decides", {"eagle3_pp": (False, True)}, {}, False, None,
+     "unknown", ""),
+    ("the draft's PP is forced to 1", {"pp_source": "one"}, {}, False, None, "unknown", ""),
+    ("PP 1: nothing blocks", {}, {"pp": 1}, False, None, "unknown", ""),
+    ("mtp: the draft is derived from the target's config", {}, {"method": "mtp"}, False, None, "unknown", ""),
+    ("expert parallel on a model not known to be MoE: EP or PP message", {}, {"extra": ("--enable-expert-parallel",)},
+     False, None, "unknown", ""),
+    ("expert parallel on a model the recipe calls MoE", {}, {"extra": ("--enable-expert-parallel",)}, False, True,
+     "blocked", PP_MSG),
+    ("expert parallel on a dense model: EP raises first, whatever the target", {},
+     {"extra": ("--enable-expert-parallel",)}, False, False, "unknown", ""),
+    ("a known draft class without PP", {"eagle3_pp": (False, True)}, {}, True, None, "blocked", PP_MSG),
+]
+
+
+@pytest.mark.parametrize(("case", "rel", "kw", "draft_known", "moe", "status", "message"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_without_target(case, rel, kw, draft_known, moe, status, message):
+    extra = kw.pop("extra", ())
+    c = combo(*extra, **kw)
+    judge = Judge(release(**rel), Models({"acme/T-eagle3": DRAFT} if draft_known else None),
+                  {c.recipe: moe} if moe is not None else {})
+    out = judge.judge(c)
+    assert (out.status, out.message) == (status, message), out.chain
+    if status == "blocked":
+        assert "model config of acme/T unresolved; not needed" in out.chain[0]
+        assert judge.drafts == {}  # no v_draft row for a target whose config is unknown
+    else:
+        assert any("model config of acme/T unresolved" in s for s in out.chain), out.chain
