@@ -120,9 +120,11 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         facts_all[v] = facts
     releases = sorted(facts_all, key=release_key)
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
-    extra = _newest_tree(trees, say) if (versions or not explicit) else []
+    online = bool(versions or not explicit)
+    extra = _newest_tree(trees, say) if online else []
     models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
-                           trees=list(trees.values()) + extra, lock=lock)
+                           trees=list(trees.values()) + extra, lock=lock,
+                           checkpoints=_transformers_checkpoints(say) if online else None)
     models.prefetch(recipe_model_ids(combos))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
@@ -306,7 +308,8 @@ def lock_models(recipes: Path, output: Path, versions: list[str], srcs: list[str
     combos = enumerate_repo(load_repo(recipes)).combinations
     ids = recipe_model_ids(combos)
     trees = _model_fact_trees(versions, srcs, say)
-    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees)
+    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees,
+                           checkpoints=_transformers_checkpoints(say) if (versions or not srcs) else None)
     models.prefetch(ids)
     facts = [models.resolve(mid) for mid in ids]
     previous = read_lock(output) if output.is_file() else None
@@ -350,6 +353,21 @@ def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> li
     if versions or not srcs:
         trees.update({t.version: t for t in _newest_tree(trees, say)})
     return list(trees.values())
+
+
+def _transformers_checkpoints(say: Progress) -> Any:
+    """The newest transformers wheel's documented checkpoints (cached); None, said, when
+    neither the package index nor the cache has it."""
+    import zipfile
+
+    from compat.errors import UserError
+    from compat.hf.transformers_docs import load_checkpoints
+
+    try:
+        return load_checkpoints()
+    except (UserError, OSError, ValueError, zipfile.BadZipFile) as exc:
+        say(f"model facts: transformers wheel not available ({getattr(exc, 'message', exc)})")
+        return None
 
 
 def _newest_tree(trees: dict[str, Any], say: Progress) -> list[Any]:

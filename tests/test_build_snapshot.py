@@ -139,9 +139,9 @@ def test_v_draft_lists_the_recipe_models_drafts(built):
 
 
 def test_ambiguous_model_decided_only_when_every_candidate_agrees(built):
-    """MiniMax-M3 is listed by vLLM under two architectures; a verdict is given only when both agree."""
-    got = rows(built, "SELECT status, chain FROM verdict WHERE recipe='models/MiniMaxAI/MiniMax-M3.yaml' "
-                      "AND model_id='MiniMaxAI/MiniMax-M3' AND vllm_version='0.33.0'")
+    """gemma-4-E2B-it is listed by vLLM under two architectures; a verdict is given only when both agree."""
+    got = rows(built, "SELECT status, chain FROM verdict WHERE recipe='models/Google/gemma-4-E2B-it.yaml' "
+                      "AND model_id='google/gemma-4-E2B-it' AND vllm_version='0.33.0'")
     assert got
     for r in got:
         steps = json.loads(r["chain"])

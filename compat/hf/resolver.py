@@ -9,11 +9,16 @@ Order (DESIGN.md "Model configs"):
    config facts) then `tests/models/registry.py` example ids, releases newest first.
 5. `derived`: the id minus a quantization suffix (`-FP8`, `-NVFP4`, ...) resolves
    through 1-4; its facts are borrowed, marked inferred.
-6. `vllm-docs`: docs/models/supported_models.md rows (exact id, then org + family
+6. `transformers`: the transformers wheel documents a configuration class with this
+   exact id (compat.hf.transformers_docs): its model_type, and the architecture its
+   auto mappings give it; marked inferred. Several classes: candidates, unknown.
+7. `vllm-docs`: docs/models/supported_models.md rows (exact id, then org + family
    name; see compat.hf.vllm_docs), marked inferred.
-7. `derived` again, now letting the base id resolve through the docs.
+8. `derived` again, now letting the base id resolve through 6-7.
 
-Steps 5 and 7 are split so that a quantized id borrows its base's config-backed
+A facts lock (compat.hf.lock), when given, answers before all of them.
+
+Steps 5 and 8 are split so that a quantized id borrows its base's config-backed
 facts before any docs guess about either is considered. When only an architecture
 is known, model_type comes from transformers' class mappings (or, for classes
 transformers lacks, vLLM's config registry; compat.hf.model_types), marked inferred.
@@ -36,13 +41,14 @@ from compat.hf.ids import base_candidates
 from compat.hf.local import load_local, snapshot_revision
 from compat.hf.lock import FactsLock
 from compat.hf.model_types import TransformersTypes, VllmConfigTypes
+from compat.hf.transformers_docs import TransformersCheckpoints
 from compat.hf.vllm_docs import VllmDocsIndex
 from compat.hf.vllm_tests import VllmTestsIndex
 from compat.sources.tree import VllmTree
 from compat.vocab import release_key
 
 TRANSFORMERS_TYPES = DEFAULT_CURATED.parent / "transformers_model_types.json"
-SOURCES = ("local", "hub", "curated", "vllm-tests", "vllm-docs", "derived")
+SOURCES = ("local", "hub", "curated", "vllm-tests", "transformers", "vllm-docs", "derived")
 
 
 
@@ -58,6 +64,7 @@ class ModelResolver:
         *,
         hub: HubClient | None = None,
         lock: FactsLock | None = None,
+        checkpoints: TransformersCheckpoints | None = None,
         transformers_types: Path = TRANSFORMERS_TYPES,
     ) -> None:
         self.hf_config_dir = Path(hf_config_dir) if hf_config_dir else None
@@ -66,6 +73,7 @@ class ModelResolver:
         self.curated_path = Path(curated)
         self.hub = hub if hub is not None else (HubClient() if allow_hub else None)
         self.lock = lock
+        self.checkpoints = checkpoints
         self.transformers_path = Path(transformers_types)
         self._curated: dict[str, CuratedEntry] | None = None
         self._tests: VllmTestsIndex | None = None
@@ -114,6 +122,8 @@ class ModelResolver:
     @property
     def transformers_version(self) -> str | None:
         """The transformers release whose mappings (and checkpoint docs) informed the facts."""
+        if self.checkpoints is not None:
+            return self.checkpoints.version
         return self.types.version if self.transformers_path.is_file() else None
 
     # -- public ----------------------------------------------------------------------------
@@ -168,6 +178,8 @@ class ModelResolver:
         facts = self._strong(model_id, misses, notes)
         if facts is None:
             facts = self._derived(model_id, misses, strong_only=True)
+        if facts is None:
+            facts = self._from_transformers(model_id, misses, notes)
         if facts is None:
             facts = self._from_docs(model_id, misses, notes)
         if facts is None:
@@ -394,6 +406,35 @@ class ModelResolver:
             inferred=False,
             notes=tnotes,
         )
+
+    def _from_transformers(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
+        if self.checkpoints is None:
+            return None
+        hit, why = self.checkpoints.lookup(model_id)
+        if hit is None:
+            misses.append(why or "")
+            return None
+        where = f"{hit.where} ({hit.config_class} documents it)"
+        if len(hit.architectures) != 1:
+            if hit.architectures:
+                self._candidates.setdefault(model_id.casefold(), set()).update(hit.architectures)
+            misses.append(f"{where}: model_type {hit.model_type!r}, which transformers' generation mappings "
+                          f"give {len(hit.architectures) or 'no'} classes ({', '.join(hit.architectures)})")
+            return None
+        own = [f"architecture from transformers {self.checkpoints.version}'s auto mapping for "
+               f"{hit.model_type!r}, not from the checkpoint's config.json"]
+        _, ambiguous, _ = self.tests.architecture(model_id) if self.trees else (None, [], [])
+        if ambiguous:  # vLLM's tests name candidates: transformers may pick one of them, no other
+            if hit.architectures[0] not in ambiguous:
+                misses.append(f"{where} gives {hit.architectures[0]} but vLLM tests list "
+                              f"{', '.join(ambiguous)}")
+                return None
+            own.append(f"picks {hit.architectures[0]} among vLLM tests' candidates {', '.join(ambiguous)}")
+        return ModelFacts(
+            model_id=model_id, status="resolved", architectures=hit.architectures,
+            model_type=hit.model_type, text_model_type=hit.text_model_type, source="transformers",
+            provenance=f"{where}; architecture from {', '.join(hit.mappings)}", inferred=True,
+            notes=tuple(notes) + tuple(own))
 
     def _from_docs(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
         if not self.trees:

@@ -300,7 +300,8 @@ class Judge:
         MoE could raise the EP message, and then the candidates disagree: None (unknown).
         """
         spec = args.speculative_config
-        if not isinstance(spec, dict) or self.k.methods.get(spec.get("method")) in TARGET_DRAFTED:
+        method = spec.get("method") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or (isinstance(method, str) and self.k.methods.get(method) in TARGET_DRAFTED):
             return None
         placeholder = replace(facts, architectures=(), model_type=None, config=None)
         key = (c.platform, c.model_id, "", json.dumps(args.speculative_config, sort_keys=True),
