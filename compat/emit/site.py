@@ -1047,7 +1047,7 @@ DESCRIPTIONS = {
     "command": "Each synthesized `vllm serve` argv (JSON), stored once and referenced by "
                "verdict.command_id.",
     "model_fact": "Model id to HF config facts (architectures, model_type, MTP layers, experts), "
-                  "with source and provenance.",
+                  "with source, provenance and the config's commit sha (revision) where one was read.",
     "verdict": "One row per (release, platform, hardware, recipe, variant, strategy, feature, "
                "mode): whether the synthesized `vllm serve` command can start, the vLLM error it "
                "predicts, the reason chain and the evidence.",
