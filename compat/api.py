@@ -330,14 +330,16 @@ def outdated_models(lock_path: Path, progress: Progress | None = None) -> list[d
     from compat.hf.lock import read_lock
 
     lock = read_lock(lock_path)
-    pinned = {mid: e["revision"] for mid, e in lock.models.items() if e.get("revision")}
+    # A quantized or curated copy carries its base's config and revision: ask about the base.
+    pinned = {mid: (e.get("base_model_id") or mid, e["revision"])
+              for mid, e in lock.models.items() if e.get("revision")}
     hub = HubClient()
-    now = hub.fetch_many(pinned, fetch=hub.upstream_revision)
+    now = hub.fetch_many(sorted({repo for repo, _ in pinned.values()}), fetch=hub.upstream_revision)
     rows = []
-    for mid, locked in pinned.items():
-        sha, why = now[mid]
+    for mid, (repo, locked) in pinned.items():
+        sha, why = now[repo]
         state = "error" if sha is None else ("unchanged" if sha == locked else "changed")
-        rows.append({"model_id": mid, "locked": locked, "upstream": sha, "state": state,
+        rows.append({"model_id": mid, "repo": repo, "locked": locked, "upstream": sha, "state": state,
                      "reason": why or ""})
     return rows
 
