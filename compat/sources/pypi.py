@@ -198,7 +198,7 @@ def fetch_wheel(package: str, version: str | None = None, opener: Opener | None 
             found[ver] = f
     if not found:
         raise UserError(f"no {package} wheel {version or '(stable)'} on the package index", where=package)
-    ver = version if version in found else max(found, key=version_key)
+    ver = version if version in found else max(found, key=release_key)
     entry = found[ver]
     sha = entry["hashes"]["sha256"].lower()
     dest = cache / "wheels" / f"{sha}.whl"
