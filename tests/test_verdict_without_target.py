@@ -90,3 +90,17 @@ def test_without_target(case, rel, kw, draft_known, moe, status, message):
         assert judge.drafts == {}  # no v_draft row for a target whose config is unknown
     else:
         assert any("model config of acme/T unresolved" in s for s in out.chain), out.chain
+
+
+@pytest.mark.parametrize(("eagle3_pp", "status"), [((False, False), "blocked"), ((False, True), "unknown")])
+def test_target_class_not_in_the_registry(eagle3_pp, status):
+    """A resolved target whose architecture the release does not register: its class is the missing
+    fact, and the same rule applies."""
+    target = ModelFacts(model_id="acme/T", status="resolved", architectures=("NotRegisteredForCausalLM",),
+                        source="transformers", inferred=True)
+    out = Judge(release(eagle3_pp=eagle3_pp), Models({"acme/T": target})).judge(combo())
+    assert out.status == status, out.chain
+    assert "NotRegisteredForCausalLM (acme/T, from transformers (inferred)) is not in vLLM 9.9.9's registry" \
+        in out.chain[0]
+    if status == "blocked":
+        assert out.message == PP_MSG and "; not needed" in out.chain[0]

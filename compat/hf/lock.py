@@ -28,7 +28,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,10 @@ class FactsLock:
 
     path: Path
     doc: dict[str, Any]
+    _by_key: dict[str, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_key = {mid.casefold(): mid for mid in self.doc["models"]}
 
     @property
     def name(self) -> str:
@@ -151,12 +155,14 @@ class FactsLock:
     def models(self) -> dict[str, dict[str, Any]]:
         return self.doc["models"]
 
+    def entry(self, model_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(id as locked, entry); ids are case-insensitive, as on the Hub."""
+        mid = self._by_key.get(model_id.strip().casefold())
+        return (mid, self.models[mid]) if mid is not None else None
+
     def get(self, model_id: str) -> ModelFacts | None:
-        key = model_id.strip().casefold()
-        for mid, entry in self.models.items():
-            if mid.casefold() == key:
-                return facts_of(mid, entry, self.name)
-        return None
+        hit = self.entry(model_id)
+        return facts_of(hit[0], hit[1], self.name) if hit else None
 
 
 def _validate(doc: Any, label: str) -> None:
@@ -194,11 +200,9 @@ def build_lock(facts: Iterable[ModelFacts], keys: set[str], sources: dict[str, A
     models: dict[str, Any] = {}
     for f in sorted(facts, key=lambda x: x.model_id.casefold()):
         entry = entry_of(f, keys, date)
-        if previous is not None:
-            old = next((e for m, e in previous.models.items() if m.casefold() == f.model_id.casefold()),
-                       None)
-            if old is not None and {**old, "date": date} == entry:
-                entry["date"] = old["date"]
+        old = previous.entry(f.model_id) if previous is not None else None
+        if old is not None and {**old[1], "date": date} == entry:
+            entry["date"] = old[1]["date"]
         models[f.model_id] = entry
     doc = {"lock_version": LOCK_VERSION, "generator": "vllm-compat", "sources": sources,
            "config_keys": sorted(keys), "models": models}

@@ -213,15 +213,15 @@ class Judge:
         if facts.status != "resolved" and facts.candidates:
             return self._over_candidates(c, args, facts, prefix)
         if facts.status != "resolved" or not facts.architectures:
-            return self._without_target(c, args, facts, prefix) or [
+            return self._without_target(c, args, facts, prefix, f"model config of {c.model_id} unresolved") or [
                 Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}")]
         arch = facts.architectures[0]
         cap = k.caps.get((c.platform, arch))
         src = f"{facts.source}{' (inferred)' if facts.inferred else ''}"
         if cap is None:
-            out.append(Finding("unknown", f"{prefix}{arch} ({c.model_id}, from {src}) is not in vLLM "
-                               f"{k.version}'s registry; vLLM may fall back to the Transformers backend"))
-            return out
+            missing = (f"{arch} ({c.model_id}, from {src}) is not in vLLM {k.version}'s registry; "
+                       "vLLM may fall back to the Transformers backend")
+            return self._without_target(c, args, facts, prefix, missing) or [Finding("unknown", prefix + missing)]
         if pp > 1:
             if cap["supports_pp"] is None:
                 out.append(Finding("unknown", f"{prefix}supports_pp of {arch} unknown at {k.version}"))
@@ -288,8 +288,9 @@ class Judge:
                         f"{names} and they disagree ({split})")]
 
     def _without_target(self, c: Combination, args: ServeArgs, facts: ModelFacts,
-                        prefix: str) -> list[Finding] | None:
-        """The target's config is unknown: decide anyway when no value of it can change the verdict.
+                        prefix: str, missing: str) -> list[Finding] | None:
+        """The target's config (or its class) is unknown: decide anyway when no value of it can
+        change the verdict. `missing` says what is unknown.
 
         The "every candidate agrees" rule of `_over_candidates`, with every possible target as
         the candidates. A check that reads nothing of the target (the draft of a method whose
@@ -322,8 +323,8 @@ class Judge:
             earlier.add(EP_MSG)
         if earlier - {blocking.message}:
             return None
-        head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; not needed: "
-                       f"the draft check below reads nothing of the target and blocks, whatever the target is")
+        head = Finding("ok", f"{prefix}{missing}; not needed: the draft check below reads nothing of "
+                       "the target and blocks, whatever the target is")
         return [head, *(Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in found)]
 
     def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
