@@ -39,9 +39,16 @@ SrcOpt = Annotated[list[str] | None, typer.Option("--vllm-src", metavar="PATH[=L
 HfDirOpt = Annotated[Path | None, typer.Option("--hf-config-dir", metavar="DIR", help="An HF cache (e.g. ~/.cache/huggingface/hub) or a folder of <org>/<name>/config.json files.")]
 AllowHubOpt = Annotated[bool, typer.Option("--allow-hub", metavar="", help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).")]
 
-models_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True,
+models_app = typer.Typer(add_completion=False, rich_markup_mode=None, invoke_without_command=True,
                          help="Model facts: lock them for reproducible builds, see which changed upstream.")
 app.add_typer(models_app, name="models")
+
+
+@models_app.callback()
+def _models(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:
+        names = ", ".join(c.name or "" for c in models_app.registered_commands)
+        raise UserError(f"missing command ({names}); see compat models --help", where="compat models")
 
 
 def _progress(msg: str) -> None:
@@ -382,7 +389,8 @@ def main() -> None:
             previous = None
     try:
         if len(sys.argv) < 2:
-            commands = ", ".join(c.name or c.callback.__name__ for c in app.registered_commands)
+            commands = ", ".join([c.name or c.callback.__name__ for c in app.registered_commands]
+                                 + [g.name for g in app.registered_groups if g.name])
             raise UserError(f"missing command ({commands}); see compat --help", where="compat")
         rc = app(standalone_mode=False)
         if rc == 130:  # typer turns KeyboardInterrupt into Exit(130) before it reaches the handler below

@@ -257,3 +257,17 @@ def test_lock_that_is_not_json(tmp_path, hub_env):
     r = run(["build", "--recipes", str(MINIMAL), "--vllm-src", f"{MINITREE}=0.0.1", "--facts-lock", str(lock),
              "--db", str(tmp_path / "x.db")], env)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not valid JSON (line 1" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["models"], "compat models: missing command (lock, outdated)"),
+        (["models", "outdated", "--lock", "no-such.lock.json"], "no-such.lock.json: cannot read the facts lock"),
+        (["models", "outdated", "--format", "yaml"], "unknown format 'yaml'"),
+        (["models", "lock"], "Missing option '--recipes'"),
+    ],
+)
+def test_models_usage_mistakes_are_one_line_exit_2(tmp_path, args, text):
+    r = subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and text in r.stderr, r.stderr
