@@ -323,7 +323,7 @@ class Judge:
             earlier.add(EP_MSG)
         if earlier - {blocking.message}:
             return None
-        head = Finding("ok", f"{prefix}{missing}; not needed: the draft check below reads nothing of "
+        head = Finding(NOTE, f"{prefix}{missing}; not needed: the draft check below reads nothing of "
                        "the target and blocks, whatever the target is")
         return [head, *(Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in found)]
 
