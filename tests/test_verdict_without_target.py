@@ -1,7 +1,8 @@
 """Deciding without the target's config only when no value of it can change the verdict (input/output table).
 
-A release is written by hand: Eagle3 draft classes with or without PP, whether the draft
-inherits the target's PP size. The target's config is always unknown here.
+A release is written by hand (tests/engine_kit.py): Eagle3 draft classes with or without PP,
+whether the draft inherits the target's PP size. The target's config is unknown here, or
+its class is not registered.
 """
 
 from __future__ import annotations
@@ -10,38 +11,16 @@ import json
 
 import pytest
 
-from compat.hf.facts import ModelFacts, unknown
 from compat.recipes import Combination
 from compat.verdict.engine import PP_MSG, Judge
 from compat.verdict.knowledge import Knowledge
-
-FLAGS = ("--pipeline-parallel-size", "--tensor-parallel-size", "--speculative-config",
-         "--enable-expert-parallel")
+from tests.engine_kit import Models, cap, release
 
 
-class Models:
-    """Every id unknown, except draft checkpoints named in `known`."""
-
-    def __init__(self, known: dict[str, ModelFacts] | None = None) -> None:
-        self.known = known or {}
-
-    def resolve(self, model_id: str) -> ModelFacts:
-        return self.known.get(model_id) or unknown(model_id, "no source knows it")
-
-
-def release(*, eagle3_pp: tuple[bool, ...] = (False, False), pp_source: str = "target") -> Knowledge:
-    k = Knowledge(version="9.9.9", tree=None)
-    for i, pp in enumerate(eagle3_pp):
-        arch = f"Eagle3Draft{i}ForCausalLM"
-        k.caps[("cuda", arch)] = {"arch": arch, "supports_pp": pp, "class_path": f"vllm.models.e{i}.{arch}",
-                                  "category": "_SPECULATIVE_DECODING_MODELS", "file": f"vllm/e{i}.py",
-                                  "line": 1}
-    k.methods = {"eagle3": "eagle3", "mtp": "mtp"}
-    k.draft_pc = {m: {"pp_source": pp_source, "file": "vllm/config/speculative.py", "line": 955}
-                  for m in ("eagle3", "mtp")}
-    k.flags = {f: {"canonical": f, "value_type": "bool" if "expert" in f else "str", "file": "a.py", "line": 1}
-               for f in FLAGS}
-    return k
+def release_with(*, eagle3_pp: tuple[bool, ...] = (False, False), pp_source: str = "target") -> Knowledge:
+    """Eagle3 draft classes with or without PP; drafts copy the target's PP unless `pp_source` says not."""
+    caps = [cap(f"Eagle3Draft{i}ForCausalLM", pp=pp, spec=True) for i, pp in enumerate(eagle3_pp)]
+    return release("9.9.9", caps=caps, draft_pp=pp_source, methods=("eagle3", "mtp"))
 
 
 def combo(*extra: str, method: str = "eagle3", pp: int = 2, recipe: str = "models/acme/T.yaml") -> Combination:
@@ -55,8 +34,7 @@ def combo(*extra: str, method: str = "eagle3", pp: int = 2, recipe: str = "model
                        vllm_pin="9.9.9", docker_pin=None, gated=False, omni=False, problems=())
 
 
-DRAFT = ModelFacts(model_id="acme/T-eagle3", status="resolved", architectures=("Eagle3Draft0ForCausalLM",),
-                   source="hub")
+DRAFT = ("Eagle3Draft0ForCausalLM", None)
 
 CASES = [
     # (case, release kwargs, combo kwargs + extra args, draft known, recipe moe, status, message)
@@ -81,7 +59,7 @@ CASES = [
 def test_without_target(case, rel, kw, draft_known, moe, status, message):
     extra = kw.pop("extra", ())
     c = combo(*extra, **kw)
-    judge = Judge(release(**rel), Models({"acme/T-eagle3": DRAFT} if draft_known else None),
+    judge = Judge(release_with(**rel), Models({"acme/T-eagle3": DRAFT} if draft_known else {}),
                   {c.recipe: moe} if moe is not None else {})
     out = judge.judge(c)
     assert (out.status, out.message) == (status, message), out.chain
@@ -96,11 +74,8 @@ def test_without_target(case, rel, kw, draft_known, moe, status, message):
 def test_target_class_not_in_the_registry(eagle3_pp, status):
     """A resolved target whose architecture the release does not register: its class is the missing
     fact, and the same rule applies."""
-    target = ModelFacts(model_id="acme/T", status="resolved", architectures=("NotRegisteredForCausalLM",),
-                        source="transformers", inferred=True)
-    out = Judge(release(eagle3_pp=eagle3_pp), Models({"acme/T": target})).judge(combo())
+    out = Judge(release_with(eagle3_pp=eagle3_pp), Models({"acme/T": ("NotRegisteredForCausalLM", None)})).judge(combo())
     assert out.status == status, out.chain
-    assert "NotRegisteredForCausalLM (acme/T, from transformers (inferred)) is not in vLLM 9.9.9's registry" \
-        in out.chain[0]
+    assert "NotRegisteredForCausalLM (acme/T, from curated) is not in vLLM 9.9.9's registry" in out.chain[0]
     if status == "blocked":
         assert out.message == PP_MSG and "; not needed" in out.chain[0]
