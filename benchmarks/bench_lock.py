@@ -97,12 +97,13 @@ def main() -> None:
 
 
 def differing(a: Path, b: Path) -> int:
+    """Verdict rows of `a` with no identical row (key, status, message, reason, chain) in `b`."""
+    cols = ("vllm_version, platform, hardware, recipe, variant, strategy, feature, mode, status, message, "
+            "reason, chain")
     with sqlite3.connect(a) as con:
         con.execute("ATTACH ? AS other", (str(b),))
-        return con.execute(
-            "SELECT count(*) FROM verdict x JOIN other.verdict y USING (vllm_version, platform, hardware, "
-            "recipe, variant, strategy, feature, mode) WHERE x.status != y.status OR x.message != y.message "
-            "OR x.reason != y.reason OR x.chain != y.chain").fetchone()[0]
+        return con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM main.verdict EXCEPT "
+                           f"SELECT {cols} FROM other.verdict)").fetchone()[0]
 
 
 if __name__ == "__main__":
