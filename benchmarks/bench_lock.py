@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from fake_hub import FakeHub  # noqa: E402
+from tests.fake_hub import FakeHub  # noqa: E402
 
 GENERIC = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_attention_heads": 32,
            "num_key_value_heads": 8, "num_hidden_layers": 32}

@@ -20,7 +20,7 @@ import pytest
 
 from compat.hf import ModelResolver
 from compat.hf.hub import HubClient
-from fake_hub import FakeHub, Repo, sha_of
+from tests.fake_hub import FakeHub, Repo, sha_of
 
 HERE = Path(__file__).resolve().parent
 MINIMAL = HERE / "fixtures" / "recipes" / "minimal"

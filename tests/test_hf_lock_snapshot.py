@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_hub import FakeHub
+from tests.fake_hub import FakeHub
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from compat.hf import ModelFacts, ModelResolver
 from compat.hf.curated import load_curated
 from compat.hf.model_types import VllmConfigTypes, config_registry
 from compat.sources.tree import VllmTree
-from fake_hub import FakeHub
+from tests.fake_hub import FakeHub
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "hf"
 NEW = VllmTree(FIX / "tree_new", "9.1.0", "src")
