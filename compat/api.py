@@ -221,7 +221,7 @@ def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], e
     """The fix stage: a planned (and re-judged) fix, or the reason there is none, per cause."""
     from compat.fix.context import Context
     from compat.fix.edits import dumps
-    from compat.fix.locate import cause_path, line_of
+    from compat.fix.locate import cause_path, key_lines, line_of
     from compat.fix.plan import build_cases, plan_all
 
     def resolve(pin: str) -> str | None:
@@ -229,11 +229,12 @@ def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], e
 
     cases = build_cases(repo, judged, book.rows, pinned=not explicit)
     planned = plan_all(cases, Context(repo, pool, resolve), say)
-    texts: dict[str, str] = {}
+    lines: dict[str, dict[tuple[str, ...], int]] = {}
     for row in book.rows:
-        text = texts.setdefault(row["recipe"], (repo.root / row["recipe"]).read_text(encoding="utf-8"))
+        if row["recipe"] not in lines:
+            lines[row["recipe"]] = key_lines((repo.root / row["recipe"]).read_text(encoding="utf-8"))
         path = cause_path(row)
-        row.update(field=".".join(path), line=line_of(text, path))
+        row.update(field=".".join(path), line=line_of(lines[row["recipe"]], path))
         p = planned.get(row["id"])
         if p is not None:
             row.update(fix_kind=p.kind, fix=p.summary, fix_why=p.why, fix_edits=dumps(p.edits),
