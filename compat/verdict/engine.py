@@ -390,6 +390,12 @@ class Judge:
             if runner is None or not runner.available:
                 return [Finding("unknown", f"{step}: hf_config_override of vLLM {k.version} unavailable")]
             res = runner.run(self._target_config(facts))
+            if res.status == "error" and facts.config is None and facts.num_nextn_predict_layers is None:
+                # The config was rebuilt from facts that leave the MTP layers out (no config.json
+                # read): vLLM's error may be about a field we do not know, not one the model lacks.
+                return [Finding("unknown", f"{step}: hf_config_override on {facts.model_id} raises on a config "
+                                f"rebuilt without its MTP layer count ({res.detail}); the real config.json "
+                                "decides", key="spec:mtp_config")]
             if res.status != "ok":
                 return [Finding("blocked" if res.status == "error" else "unknown",
                                 f"{step}: hf_config_override on {facts.model_id}: {res.detail}", res.detail)]
