@@ -139,20 +139,23 @@ def pd_pool_modes(recipe: Recipe) -> list[str]:
     return ordered
 
 
-def pd_role_parallelism(recipe: Recipe, strategy: Strategy, role: str) -> str:
-    """The pool mode a PD role renders with when the user has picked none.
+def pd_role_parallelism(
+    recipe: Recipe, strategy: Strategy, role: str, pick: str | None = None
+) -> str:
+    """The pool mode a PD role renders with (L1130-1137).
 
-    The recipe's `strategy_overrides.pd_cluster.<role>.parallelism`, else the
-    strategy file's role default, else the first offered pool mode; snapped to
-    the offered modes the way the synthesizer snaps it (L1130-1137).
+    The caller's pick (the builder's pool-mode pill), else the recipe's
+    `strategy_overrides.pd_cluster.<role>.parallelism`, else the strategy file's
+    role default, else tp; snapped to the offered modes the way the synthesizer
+    snaps it.
     """
     allowed = pd_pool_modes(recipe)
-    candidates: list[Any] = []
+    candidates: list[Any] = [pick]
     overrides = recipe.section("strategy_overrides").get(strategy.name)
     if isinstance(overrides, dict) and isinstance(overrides.get(role), dict):
         candidates.append(overrides[role].get("parallelism"))
     role_spec = strategy.data.get(role)
     if isinstance(role_spec, dict):
         candidates.append(role_spec.get("parallelism"))
-    chosen = next((c for c in candidates if isinstance(c, str) and c), allowed[0])
+    chosen = next((c for c in candidates if isinstance(c, str) and c), "tp")
     return chosen if chosen in allowed else allowed[0]
