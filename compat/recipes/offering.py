@@ -1,4 +1,4 @@
-"""Which strategies the site offers for a recipe on a hardware profile, and at what size.
+"""Which strategies the site offers for a recipe on a hardware profile (sizes: `sizing`).
 
 `resolveCommand` enforces none of this itself (research notes §0.4): the UI and
 the JSON API filter strategies before calling it. A checker that synthesized a
@@ -80,17 +80,6 @@ def reachable(recipe: Recipe, strategy: Strategy, profile: HardwareProfile) -> b
     """`isStrategyReachable`: scale-out strategies may grow to MAX_NODES, others have one node."""
     max_nodes = MAX_NODES if strategy.deploy_type in SCALE_OUT else 1
     return max_nodes * (profile.gpu_count or 8) >= min_gpus(recipe, strategy.name, profile)
-
-
-def node_count(recipe: Recipe, strategy: Strategy, profile: HardwareProfile) -> int:
-    """Nodes the JSON API renders a strategy at (build-recipes-api L431-434).
-
-    Multi-node strategies never render at one node (the builder hides them
-    there), so they get max(2, floor); everything else renders at 1.
-    """
-    if strategy.deploy_type != "multi_node":
-        return 1
-    return max(2, nodes_for(recipe, strategy.name, profile))
 
 
 def offered_strategies(

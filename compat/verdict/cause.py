@@ -125,7 +125,8 @@ def renderer(repo: RecipesRepo) -> Render:
     memo: dict[tuple, Combination | None] = {}
 
     def render(c: Combination, omit: frozenset[str]) -> Combination | None:
-        key = (c.recipe, c.variant, c.strategy, c.profiles[:1], c.features, c.picks, c.gated, omit)
+        key = (c.recipe, c.variant, c.strategy, c.profiles[:1], c.features, c.picks, c.gated,
+               c.sizing, omit)
         if key in memo:
             return memo[key]
         recipe = repo.recipes.get(c.recipe)
@@ -133,7 +134,8 @@ def renderer(repo: RecipesRepo) -> Render:
         profile = repo.hardware.get(c.profiles[0]) if c.profiles else None
         out = None
         if recipe is not None and strategy is not None and profile is not None and not c.omni:
-            syn = Synthesizer(recipe, c.variant, strategy, profile, requirements=requirements, omit=omit)
+            syn = Synthesizer(recipe, c.variant, strategy, profile, requirements=requirements, omit=omit,
+                              sizing=c.sizing)  # the sizes the row was rendered at (its source's)
             features = [f for f in c.features if f"features.{f}" not in omit]
             result = syn.render(features, dict(c.picks), ungated=(c.feature,) if c.gated else ())
             out = replace(c, argvs=result.argvs, model_id=syn.model, problems=(), sources=result.sources)
