@@ -115,6 +115,7 @@ class Judge:
         # Draft mappings met while judging recipe models (added to draft_mapping / v_draft).
         self.drafts: dict[tuple, dict[str, Any]] = {}
         self._meta: dict[str, Any] = {}
+        self._gate_hits: dict[str, list[tuple[str, Any, dict[str, Any]]]] = {}
 
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
@@ -253,7 +254,7 @@ class Judge:
             out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage,
                             prefix + f.key if f.key else "") for f in spec_findings]
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
-        for status, rule, row in gates.apply(k, ctx):
+        for status, rule, row in self._gates(ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
                                gates.message(rule, ctx, cap),
                                [f"{row['file']}:{row['line']}" if row.get("file") else ""],
@@ -264,6 +265,17 @@ class Judge:
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
                                "Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)]))
         return out
+
+    def _gates(self, ctx: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
+        """gates.apply, once per distinct context (every node of a deployment shares one).
+
+        The context holds JSON values only; its sorted JSON text is the key.
+        """
+        key = json.dumps(ctx, sort_keys=True, default=repr)
+        hits = self._gate_hits.get(key)
+        if hits is None:
+            hits = self._gate_hits[key] = gates.apply(self.k, ctx)
+        return hits
 
     def _over_candidates(self, c: Combination, args: ServeArgs, facts: ModelFacts,
                          prefix: str) -> list[Finding]:

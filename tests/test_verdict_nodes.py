@@ -1,0 +1,122 @@
+"""The engine judges every node of a deployment (workers too), evaluating gate rules once per context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compat import api
+from compat import db as dbm
+from compat.hf import ModelResolver
+from compat.recipes import Combination
+from compat.sources import tree_from_path
+from compat.verdict import gates as vgates
+from compat.verdict.engine import Judge
+from compat.verdict.knowledge import Knowledge, load_knowledge
+
+HERE = Path(__file__).resolve().parent
+MINITREE = HERE / "fixtures" / "minitrees" / "dispatch"
+HF = HERE / "fixtures" / "hardening" / "hf"
+FLAGS = (
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--nnodes",
+    "--node-rank",
+    "--master-addr",
+    "--headless",
+    "--enable-expert-parallel",
+)
+HEAD = (
+    "vllm",
+    "serve",
+    "acme/PP",
+    "--tensor-parallel-size",
+    "8",
+    "--pipeline-parallel-size",
+    "2",
+    "--nnodes",
+    "2",
+    "--node-rank",
+    "0",
+    "--master-addr",
+    "$HEAD_IP",
+)
+WORKER = HEAD[:-4] + ("1", "--master-addr", "$HEAD_IP", "--headless")
+
+
+@pytest.fixture()
+def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Knowledge:
+    monkeypatch.setenv("COMPAT_CACHE", str(tmp_path / "cache"))
+    db = tmp_path / "mini.db"
+    api.scan([], [f"{MINITREE}=0.0.1"], False, db)
+    k = load_knowledge(dbm.engine_for(db), "0.0.1", tree_from_path(f"{MINITREE}=0.0.1"))
+    for flag in FLAGS:
+        value_type = "bool" if flag in ("--headless", "--enable-expert-parallel") else "str"
+        k.flags[flag] = {
+            "canonical": flag,
+            "value_type": value_type,
+            "file": "vllm/x.py",
+            "line": 1,
+        }
+    for r in vgates.rules():
+        k.gates[r.id] = {
+            "rule_id": r.id,
+            "status": "verified",
+            "file": "vllm/x.py",
+            "line": 1,
+            "effect": r.effect,
+            "message": r.message,
+        }
+    return k
+
+
+def _combo(*argvs: tuple[str, tuple[str, ...]]) -> Combination:
+    return Combination(
+        recipe="models/acme/PP.yaml",
+        model_id="acme/PP",
+        variant="default",
+        strategy="multi_node_tp_pp",
+        feature="",
+        mode="",
+        hardware="",
+        platform="cuda",
+        argvs=argvs,
+        vllm_pin="0.0.1",
+        docker_pin=None,
+        gated=False,
+        omni=False,
+        problems=(),
+    )
+
+
+def test_a_flag_only_the_worker_passes_is_judged(knowledge: Knowledge) -> None:
+    del knowledge.flags["--headless"]
+    judge = Judge(knowledge, ModelResolver(hf_config_dir=HF))
+    head_only = judge.judge(_combo(("", HEAD)))
+    both = judge.judge(_combo(("", HEAD), ("worker 1", WORKER)))
+    assert not any("--headless" in step for step in head_only.chain)
+    assert both.status == "blocked"
+    assert "[blocked] worker 1: flag --headless does not exist in vLLM 0.0.1" in both.chain
+    assert both.message == "vllm serve: error: unrecognized arguments: --headless"
+
+
+def test_gate_rules_run_once_for_nodes_sharing_a_context(
+    knowledge: Knowledge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict] = []
+    real = vgates.apply
+
+    def counting(k: Knowledge, ctx: dict) -> list:
+        calls.append(ctx)
+        return real(k, ctx)
+
+    monkeypatch.setattr(vgates, "apply", counting)
+    models = ModelResolver(hf_config_dir=HF)
+    combo = _combo(("", HEAD), ("worker 1", WORKER))
+    shared = Judge(knowledge, models).judge(combo)
+    assert len(calls) == 1  # head and worker: the same parallel layout, one evaluation
+    fresh = [Judge(knowledge, models).judge(_combo(item)) for item in combo.argvs]
+    assert len(calls) == 3
+    # the cached evaluation gives each node the findings it gets alone
+    assert shared.chain == [*fresh[0].chain, *[s for s in fresh[1].chain if "worker 1: " in s]]
