@@ -42,7 +42,7 @@ HEAD = (
     "--master-addr",
     "$HEAD_IP",
 )
-WORKER = HEAD[:-4] + ("1", "--master-addr", "$HEAD_IP", "--headless")
+WORKER = HEAD[:-3] + ("1", "--master-addr", "$HEAD_IP", "--headless")
 
 
 @pytest.fixture()
@@ -120,3 +120,39 @@ def test_gate_rules_run_once_for_nodes_sharing_a_context(
     assert len(calls) == 3
     # the cached evaluation gives each node the findings it gets alone
     assert shared.chain == [*fresh[0].chain, *[s for s in fresh[1].chain if "worker 1: " in s]]
+
+
+def test_model_checks_run_once_per_layout(
+    knowledge: Knowledge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nodes differing only in which node they are share the model checks; roles do not."""
+    judge = Judge(knowledge, ModelResolver(hf_config_dir=HF))
+    calls: list[str] = []
+    real = Judge._model
+
+    def counting(self: Judge, c: Combination, args, facts, prefix: str) -> list:
+        calls.append(prefix)
+        return real(self, c, args, facts, prefix)
+
+    monkeypatch.setattr(Judge, "_model", counting)
+    nodes = judge.judge(_combo(("", HEAD), ("worker 1", WORKER)))
+    assert len(calls) == 1
+    other = HEAD[:4] + ("4",) + HEAD[5:]  # another tensor-parallel size: another layout
+    judge.judge(_combo(("", HEAD), ("worker 1", other)))
+    assert len(calls) == 3
+    assert [s for s in nodes.chain if s.startswith("[ok] worker 1: ")] == [
+        s.replace("[ok] ", "[ok] worker 1: ", 1) for s in nodes.chain
+        if s.startswith("[ok] ") and "worker 1: " not in s
+    ]
+
+
+def test_a_worker_finding_key_carries_its_role(knowledge: Knowledge) -> None:
+    """Keys identify a finding across releases; the same check on two nodes is two findings."""
+    from dataclasses import replace
+
+    judge = Judge(knowledge, ModelResolver(hf_config_dir=HF))
+    nopp = [tuple("acme/NoPP" if a == "acme/PP" else a for a in argv) for argv in (HEAD, WORKER)]
+    both = judge.judge(replace(_combo(("", nopp[0]), ("worker 1", nopp[1])), model_id="acme/NoPP"))
+    assert both.status == "blocked"
+    keys = [key for status, key in both.keys if status == "blocked"]
+    assert keys == ["target_pp", "worker 1: target_pp"]  # no PP in the target, on each node

@@ -97,6 +97,18 @@ def known_flag(k: Knowledge, t: Any) -> dict[str, Any] | None:
     return k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
 
 
+#: Flags saying only which node of a deployment a command runs on. No model, parallel-layout
+#: or gate check reads them, so the nodes of one deployment share those checks' findings.
+NODE_POSITION_FLAGS = frozenset({"--node-rank", "--headless", "--data-parallel-start-rank"})
+
+
+def _layout(args: ServeArgs) -> tuple:
+    """What the model checks read of an argv: everything but the node-position flags."""
+    return (args.model, tuple(args.positionals),
+            tuple((t.flag, t.subkey, t.value, t.negated) for t in args.tokens
+                  if t.flag not in NODE_POSITION_FLAGS))
+
+
 def _cls_ev(cap: dict[str, Any] | None) -> str:
     return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
 
@@ -128,6 +140,7 @@ class Judge:
         for p in c.problems:
             out.add(Finding("unknown", f"recipe problem: {p}"))
         facts = self.models.resolve(c.model_id)
+        by_layout: dict[tuple, list[Finding]] = {}  # model findings (unprefixed) per layout
         for role, argv in c.argvs:
             args = _parse(argv)
             prefix = f"{role}: " if role else ""
@@ -135,8 +148,12 @@ class Judge:
                 out.add(f)
             for f in self._parsers(args, prefix):
                 out.add(f)
-            for f in self._model(c, args, facts, prefix):
-                out.add(f)
+            layout = _layout(args)
+            if layout not in by_layout:
+                by_layout[layout] = self._model(c, args, facts, "")
+            for f in by_layout[layout]:  # each node's findings carry its role, keys too
+                out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else "")
+                        if prefix else f)
         if not out.chain:
             out.add(Finding("ok", "no check failed"))
         return out
