@@ -156,3 +156,35 @@ def test_a_worker_finding_key_carries_its_role(knowledge: Knowledge) -> None:
     assert both.status == "blocked"
     keys = [key for status, key in both.keys if status == "blocked"]
     assert keys == ["target_pp", "worker 1: target_pp"]  # no PP in the target, on each node
+def test_causes_judge_each_omission_once_for_every_node(knowledge: Knowledge) -> None:
+    """A finding every node repeats is explained by one re-judging per element, not one per node."""
+    from dataclasses import replace
+
+    from compat.verdict.cause import candidates, causes
+
+    judge = Judge(knowledge, ModelResolver(hf_config_dir=HF))
+    bogus = ("--bogus-flag", "1")
+    combo = replace(_combo(("", HEAD + bogus), ("worker 1", WORKER + bogus)),
+                    sources=("model.base_args", "strategy"))
+    outcome = judge.judge(combo)
+    assert [s for s in outcome.chain if "--bogus-flag" in s] == [
+        "[blocked] flag --bogus-flag does not exist in vLLM 0.0.1",
+        "[blocked] worker 1: flag --bogus-flag does not exist in vLLM 0.0.1"]
+
+    def render(c: Combination, omit: frozenset[str]) -> Combination:
+        if "model.base_args" not in omit:
+            return c
+        return replace(c, argvs=tuple((r, a[: -len(bogus)]) for r, a in c.argvs))
+
+    judged: list[Combination] = []
+    real = judge.judge
+
+    def counting(c: Combination):
+        judged.append(c)
+        return real(c)
+
+    judge.judge = counting  # type: ignore[method-assign]
+    found = causes(combo, outcome, judge, render, lambda key: False)
+    assert {x.element for x in found} == {"model.base_args"}
+    tried = candidates(combo)
+    assert len(judged) == tried.index("model.base_args") + 1  # once per element, both nodes

@@ -157,16 +157,21 @@ def causes(c: Combination, outcome: Outcome, judge: Judge, render: Render,
     if c.omni:
         return [Cause("omni", "meta.tasks", finding=outcome.reason, finding_key="omni")]
     found: list[Cause] = []
+    # The combination judged without each element, shared by its decisive findings (every
+    # node of a deployment repeats the head's findings under its own role).
+    without: dict[str, Outcome] = {}
     for step, key in decisive(outcome):
         if step.startswith("recipe problem: "):
             found.append(Cause("recipe", _problem_field(step), finding=step, finding_key=key))
             continue
         explained = None
         for element in candidates(c):
-            alt = render(c, frozenset({element}))
-            if alt is None:
-                continue
-            again = judge.judge(alt)
+            again = without.get(element)
+            if again is None:
+                alt = render(c, frozenset({element}))
+                if alt is None:
+                    continue
+                again = without[element] = judge.judge(alt)
             if not has(again, outcome.status, key) and not _worse(again, outcome):
                 explained = element
                 break
