@@ -1095,6 +1095,8 @@ VERDICT_COLUMN_DOCS = {
     "fix_kind": "The fix the fix stage planned and re-judged: gate, mode_variants, pin_bump, "
                 "spelling, or none.",
     "fix": "What the fix does, in one line (`compat fix --apply DIR` writes it).",
+    "source": "Which surface of the recipes site emits these commands: api (the JSON API), ui "
+              "(the command builder at its default sizes) or api,ui (both, identically).",
 }
 CAPABILITY_COLUMN_DOCS = {
     "vllm_version": "vLLM release.",

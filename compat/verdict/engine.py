@@ -97,6 +97,18 @@ def known_flag(k: Knowledge, t: Any) -> dict[str, Any] | None:
     return k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
 
 
+#: Flags saying only which node of a deployment a command runs on. No model, parallel-layout
+#: or gate check reads them, so the nodes of one deployment share those checks' findings.
+NODE_POSITION_FLAGS = frozenset({"--node-rank", "--headless", "--data-parallel-start-rank"})
+
+
+def _layout(args: ServeArgs) -> tuple:
+    """What the model checks read of an argv: everything but the node-position flags."""
+    return (args.model, tuple(args.positionals),
+            tuple((t.flag, t.subkey, t.value, t.negated) for t in args.tokens
+                  if t.flag not in NODE_POSITION_FLAGS))
+
+
 def _cls_ev(cap: dict[str, Any] | None) -> str:
     return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
 
@@ -115,6 +127,7 @@ class Judge:
         # Draft mappings met while judging recipe models (added to draft_mapping / v_draft).
         self.drafts: dict[tuple, dict[str, Any]] = {}
         self._meta: dict[str, Any] = {}
+        self._gate_hits: dict[str, list[tuple[str, Any, dict[str, Any]]]] = {}
 
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
@@ -127,6 +140,7 @@ class Judge:
         for p in c.problems:
             out.add(Finding("unknown", f"recipe problem: {p}"))
         facts = self.models.resolve(c.model_id)
+        by_layout: dict[tuple, list[Finding]] = {}  # model findings (unprefixed) per layout
         for role, argv in c.argvs:
             args = _parse(argv)
             prefix = f"{role}: " if role else ""
@@ -134,8 +148,12 @@ class Judge:
                 out.add(f)
             for f in self._parsers(args, prefix):
                 out.add(f)
-            for f in self._model(c, args, facts, prefix):
-                out.add(f)
+            layout = _layout(args)
+            if layout not in by_layout:
+                by_layout[layout] = self._model(c, args, facts, "")
+            for f in by_layout[layout]:  # each node's findings carry its role, keys too
+                out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else "")
+                        if prefix else f)
         if not out.chain:
             out.add(Finding("ok", "no check failed"))
         return out
@@ -253,7 +271,7 @@ class Judge:
             out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage,
                             prefix + f.key if f.key else "") for f in spec_findings]
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
-        for status, rule, row in gates.apply(k, ctx):
+        for status, rule, row in self._gates(ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
                                gates.message(rule, ctx, cap),
                                [f"{row['file']}:{row['line']}" if row.get("file") else ""],
@@ -264,6 +282,17 @@ class Judge:
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
                                "Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)]))
         return out
+
+    def _gates(self, ctx: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
+        """gates.apply, once per distinct context (every node of a deployment shares one).
+
+        The context holds JSON values only; its sorted JSON text is the key.
+        """
+        key = json.dumps(ctx, sort_keys=True, default=repr)
+        hits = self._gate_hits.get(key)
+        if hits is None:
+            hits = self._gate_hits[key] = gates.apply(self.k, ctx)
+        return hits
 
     def _over_candidates(self, c: Combination, args: ServeArgs, facts: ModelFacts,
                          prefix: str) -> list[Finding]:
