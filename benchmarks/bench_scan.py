@@ -3,11 +3,14 @@
 Usage: python benchmarks/bench_scan.py [VERSION ...]   (default 0.23.0; sdists download once)
 
 Each measurement runs in a fresh interpreter so they cannot warm each other up:
-- cold scan: every fact of the release computed with an empty fact cache (in-process time);
+- cold scan, in-process: every fact of the release computed with an empty fact cache;
+- cold scan, as the user runs it: the whole `compat scan --vllm-src TREE` process with an
+  empty fact cache (wall time: interpreter start, imports, facts, database write, exit);
 - griffe: `griffe.load("vllm", allow_inspection=False)` on the same unpacked tree;
 - cached re-scan: `release_facts` on a warm fact cache (in-process time), and the whole
-  `compat scan` command (wall time, includes interpreter start and imports).
-Goals (issue #2): cold <= 0.2 x griffe; cached re-scan < 1 s. Needs the `bench` extra (griffe).
+  `compat scan` command (wall time).
+Goal (issue 12): the whole cold process <= 0.2 x griffe, both measured in the same run, so a
+busy machine slows both. Needs the `bench` extra (griffe). `--repeat N` takes the best of N.
 """
 
 from __future__ import annotations
@@ -51,30 +54,52 @@ def _run(code: str, root: str, env: dict[str, str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bench(version: str) -> None:
+def _cli_scan(root: str, version: str) -> float:
+    """Wall time of a whole `compat scan` process with an empty fact cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, COMPAT_CACHE=tmp)
+        cmd = [COMPAT, "scan", "--vllm-src", f"{root}={version}", "--db", os.path.join(tmp, "bench.db")]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, env=env, check=True)
+        return time.perf_counter() - t0
+
+
+COMPAT = os.path.join(os.path.dirname(sys.executable), "compat")
+
+
+def bench(version: str, repeat: int = 1) -> None:
     from compat.sources.pypi import tree_from_index
 
     root = str(tree_from_index(version).root)
+    cold_proc = min(_cli_scan(root, version) for _ in range(repeat))
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, COMPAT_CACHE=tmp)
-        cold = _run(COLD, root, env)
+        cold = min((_run(COLD, root, env) for _ in range(repeat)), key=lambda r: r["seconds"])
         warm = _run(WARM, root, env)
         db = os.path.join(tmp, "bench.db")
-        cmd = [sys.executable, "-m", "compat.cli", "scan", "--vllm-src", f"{root}={version}", "--db", db]
+        cmd = [COMPAT, "scan", "--vllm-src", f"{root}={version}", "--db", db]
         subprocess.run(cmd, capture_output=True, env=env, check=True)
         t0 = time.perf_counter()
         subprocess.run(cmd, capture_output=True, env=env, check=True)
         cli_warm = time.perf_counter() - t0
-    print(f"vllm {version}: cold scan {cold['seconds']:.2f} s ({cold['rows']} capability rows); "
-          f"cached re-scan {warm['seconds'] * 1000:.0f} ms in-process, `compat scan` {cli_warm:.2f} s wall")
+    print(f"vllm {version}: cold scan {cold['seconds']:.2f} s in-process ({cold['rows']} capability rows), "
+          f"{cold_proc:.2f} s as a whole `compat scan` process; cached re-scan {warm['seconds'] * 1000:.0f} ms "
+          f"in-process, {cli_warm:.2f} s as a process")
     try:
-        g = _run(GRIFFE, root, dict(os.environ))
+        g = min((_run(GRIFFE, root, dict(os.environ)) for _ in range(repeat)), key=lambda r: r["seconds"])
     except (subprocess.CalledProcessError, json.JSONDecodeError) as exc:
         print(f"  griffe not measured ({exc}); pip install -e '.[bench]'")
         return
-    print(f"  griffe.load: {g['seconds']:.2f} s; ratio {cold['seconds'] / g['seconds']:.3f} (goal <= 0.2)")
+    print(f"  griffe.load: {g['seconds']:.2f} s; ratio in-process {cold['seconds'] / g['seconds']:.3f}, "
+          f"whole process {cold_proc / g['seconds']:.3f} (goal <= 0.2)")
 
 
 if __name__ == "__main__":
-    for v in sys.argv[1:] or ["0.23.0"]:
-        bench(v)
+    args = sys.argv[1:]
+    n = 1
+    if "--repeat" in args:
+        i = args.index("--repeat")
+        n = int(args[i + 1])
+        del args[i:i + 2]
+    for v in args or ["0.23.0"]:
+        bench(v, n)

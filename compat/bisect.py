@@ -55,8 +55,9 @@ class _Releases:
     """Scans releases on demand into one temporary database and judges the selected combos."""
 
     def __init__(self, combos: list[Combination], progress: Progress | None, newest: str,
-                 shell: Any = None) -> None:
+                 recipe_moe: dict[str, bool], shell: Any = None) -> None:
         self.combos = combos
+        self.recipe_moe = recipe_moe
         self.shell = shell  # the recipes' shell placeholders: values the user's shell supplies
         # Facts about a model id do not depend on the release judged: resolve them with the
         # newest release's docs and test registry too (downloaded, not scanned).
@@ -79,7 +80,7 @@ class _Releases:
             self.facts[version] = facts
             write_facts(self.engine, facts)
             models = ModelResolver(trees=[self.newest, *self.trees.values()])
-            judge = Judge(load_knowledge(self.engine, version, tree), models, shell=self.shell)
+            judge = Judge(load_knowledge(self.engine, version, tree), models, self.recipe_moe, self.shell)
             self.outcomes[version] = [judge.judge(c) for c in self.combos]
         return worst(o.status for o in self.outcomes[version]).value
 
@@ -117,7 +118,7 @@ def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | 
     res = BisectResult(target=f"{model} {strategy} {feature}", searched=span)
     from compat.verdict.shell import read_placeholders
 
-    rel = _Releases(combos, progress, available[-1], read_placeholders(Path(recipes)))
+    rel = _Releases(combos, progress, available[-1], repo.declared_moe(), read_placeholders(Path(recipes)))
     try:
         lo_status = rel.judge(span[0])
         res.visited[span[0]] = lo_status

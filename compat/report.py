@@ -52,9 +52,9 @@ def _causes(db_path: Path) -> list[dict[str, Any]]:
     """One entry per (recipe, cause) blocking an ungated judged command, with counts and its rows."""
     linked = _rows(db_path, """
         select c.*, v.vllm_version, v.platform, v.hardware, v.variant, v.strategy, v.feature, v.mode,
-               v.message, v.reason, v.evidence, v.works_from as row_works_from
+               v.message, v.reason, v.evidence, v.works_from as row_works_from, m.argv as command_argv
         from cause c join verdict_cause vc on vc.cause_id = c.id
-        join verdict v on v.id = vc.verdict_id
+        join verdict v on v.id = vc.verdict_id left join command m on m.id = v.command_id
         where v.judged = 1 and v.status = 'blocked' and v.gated = 0
         order by c.recipe, c.line, c.id, v.strategy, v.feature, v.mode, v.variant, v.hardware""")
     out: dict[int, dict[str, Any]] = {}
@@ -64,7 +64,8 @@ def _causes(db_path: Path) -> list[dict[str, Any]]:
             entry = out[r["id"]] = {k: r[k] for k in (
                 "recipe", "kind", "label", "element", "mode", "field", "line", "finding", "fix_kind",
                 "fix", "fix_why", "works_from")}
-            entry.update(message=r["message"], evidence=r["evidence"], rows=[])
+            entry.update(message=r["message"], evidence=r["evidence"], rows=[],
+                         command=[[role, command_line(argv)] for role, argv in json.loads(r["command_argv"] or "[]")])
         entry["rows"].append({k: r[k] for k in ROW_KEYS if k in r} | {"works_from": r["row_works_from"]})
     for entry in out.values():
         rows = entry["rows"]
@@ -102,6 +103,8 @@ def render_text(f: dict[str, Any], verbose: bool = False) -> str:
     for c in f["causes"]:
         lines.append(cause_line(c))
         if verbose:
+            for role, command in c["command"]:
+                lines.append(f"    e.g.{' ' + role if role else ''}: {command}")
             for r in c["rows"]:
                 feat = r["feature"] + (f":{r['mode']}" if r["mode"] else "") or "base command"
                 lines.append(f"    vllm {r['vllm_version']} {r['platform']}/{r['hardware'] or 'any'} "

@@ -11,12 +11,10 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from compat.fix.context import Context, Row
 from compat.fix.edits import apply
 from compat.fix.plan import build_cases, plan_recipe
-from compat.fix.writer import apply_fixes
 from compat.recipes import enumerate_repo, load_repo
 from compat.verdict.batch import CauseBook, Sweep, later_than
 from compat.verdict.cause import renderer
@@ -236,3 +234,26 @@ def test_apply_writes_round_trip_idempotent_and_refuses_a_changed_file(tmp_path:
     assert "# vllm-compat:" in new
     changed = [line for line in new.splitlines() if line not in text.splitlines()]
     assert len(changed) == 2  # the comment and the allowlist, nothing else
+
+
+def test_a_plan_that_fails_re_judging_is_not_kept(tmp_path: Path) -> None:
+    """Re-judging is the last word: a gate that would take a working strategy away is dropped."""
+    from compat.fix.context import Proposal
+    from compat.fix.edits import Edit
+    from compat.fix.plan import _verified
+
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        """, opt_in="[spec_decoding]"))
+    got, case, ctx = plan(root)
+    cid = next(cid for cid, c in case.causes.items() if c["label"] == "spec_decoding")
+    blocked = {cid: case.blocked_by(cid)}
+    too_wide = Proposal("gate", (Edit("set", ("features", "spec_decoding", "strategies"), ["multi_node_tp"],
+                                      after="description"),), "gate spec_decoding off all but multi_node_tp")
+    reasons: dict[int, list[str]] = {cid: []}
+    assert _verified(case, ctx, {cid: too_wide}, blocked, reasons) == {}
+    assert "failed re-judging: would break single_node_tp" in reasons[cid][0], reasons
+    right = got["spec_decoding"]
+    assert _verified(case, ctx, {cid: Proposal(right.kind, tuple(right.edits), right.summary)}, blocked, {cid: []})

@@ -46,6 +46,7 @@ def test_verbose_lists_the_rows(db: Path) -> None:
     plain = run("check", "--db", str(db)).stdout.splitlines()
     verbose = run("check", "--db", str(db), "-v").stdout.splitlines()
     assert len(verbose) > len(plain) and any(line.startswith("    vllm 0.0.1 ") for line in verbose)
+    assert any(line.startswith("    e.g.: vllm serve acme/") for line in verbose)  # a command to copy
 
 
 def test_github_annotations_point_at_the_recipe_line(db: Path) -> None:

@@ -1,4 +1,5 @@
-"""The generated site in headless Chromium, opened from file://: filters, permalinks, releases.
+"""The generated site in headless Chromium, opened from file://: filters, permalinks, releases,
+the links site.js adds, and blocked cells a window's width must not hide.
 
 Needs the `playwright` Python package and a system Chromium at /usr/bin/chromium (no
 `playwright install`): apt-get install -y chromium && pip install playwright.
@@ -18,19 +19,31 @@ pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "site" / "fixture_db.py"
+HERE = Path(__file__).resolve().parent
+FIXTURE = HERE / "fixtures" / "site" / "fixture_db.py"
 GLM_CELL = "cell-zai-org-glm-5.2-multi_node_tp_pp-spec_decoding-mtp"
 GLM_SEL = f"[id='{GLM_CELL}']"  # the id has a dot, so no #id selector
+KIMI_ROW = "tr.r[data-slug='moonshotai-kimi-k2.5']"
+WIDE = {"width": 1400, "height": 1000}  # the window the issue names
+
+
+def _module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+PAGES = _module("site_pages", FIXTURE.with_name("pages.py"))
+BLOCKED_PLACES = PAGES.BLOCKED_PLACES
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from compat.emit.site import build_site
 
-    spec = importlib.util.spec_from_file_location("site_fixture_db", FIXTURE)
-    assert spec and spec.loader
-    fixture_db = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fixture_db)
+    fixture_db = _module("site_fixture_db", FIXTURE)
     tmp = tmp_path_factory.mktemp("site-browser")
     db = fixture_db.build(tmp / "compat.db")
     build_site(db, tmp / "out")
@@ -52,19 +65,37 @@ def browser():
         b.close()
 
 
-@pytest.fixture()
-def page(browser):
+def _watched(ctx):
     """A page that records errors and every URL it requests (all must be file://)."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
     pg = ctx.new_page()
     pg.errors = []  # type: ignore[attr-defined]
     pg.requests = []  # type: ignore[attr-defined]
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
     pg.on("console", lambda m: m.type == "error" and pg.errors.append(m.text))
     pg.on("request", lambda r: pg.requests.append(r.url))
-    yield pg
+    return pg
+
+
+def _checked(pg) -> None:
     assert pg.errors == []
     assert all(u.startswith("file://") for u in pg.requests), pg.requests
+
+
+@pytest.fixture()
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    pg = _watched(ctx)
+    yield pg
+    _checked(pg)
+    ctx.close()
+
+
+@pytest.fixture()
+def wide(browser):
+    ctx = browser.new_context(viewport=WIDE)
+    pg = _watched(ctx)
+    yield pg
+    _checked(pg)
     ctx.close()
 
 
@@ -87,6 +118,12 @@ def in_viewport(pg, selector: str) -> bool:
     }""")
 
 
+
+
+def cue(pg, side: str) -> str:
+    return PAGES.cue(pg, side)
+
+
 def test_matrix_renders(page, site):
     open_page(page, site, "index.html")
     statuses = visible_statuses(page)
@@ -94,6 +131,27 @@ def test_matrix_renders(page, site):
     assert set(statuses) == {"ok", "blocked", "warning", "unknown"}
     assert page.locator("#shown").inner_text().startswith(f"{len(statuses)} of {len(statuses)} ")
     assert page.locator(".legend").inner_text().count("blocked") >= 1
+    # the symbol comes from CSS, the status word is its text alternative
+    symbol = page.eval_on_selector(f"{GLM_SEL}", "el => getComputedStyle(el, '::before').content")
+    assert symbol.startswith('"✗"')
+
+
+def test_entries_link_to_their_recipe_cell(page, site):
+    """site.js gives each entry the id compat.emit.site.cell_id gives its cell, and a link there."""
+    import re
+
+    expected = PAGES.index_entries((site / "index.html").read_text(encoding="utf-8"))
+    open_page(page, site, "index.html")
+    got = page.eval_on_selector_all(
+        "#matrix li.e", "els => els.map(e => [e.id, e.dataset.k, e.dataset.s, "
+                        "e.querySelector('a').getAttribute('href')])")
+    assert {i for i, *_ in got} == set(expected)
+    for cid, label, status, href in got:
+        assert (label, status) == (expected[cid]["label"], expected[cid]["status"])
+        path, _, frag = href.partition("#")
+        assert frag == cid
+        target = (site / path).read_text(encoding="utf-8")
+        assert re.search(rf'id="{re.escape(cid)}"', target), href
 
 
 def test_status_filter_hides_ok_cells(page, site):
@@ -125,7 +183,7 @@ def test_feature_and_search_filters(page, site):
     open_page(page, site, "index.html#feature=spec_decoding")
     labels = page.eval_on_selector_all(
         "#matrix li.e", "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.k)")
-    assert labels and all(k.startswith("spec_decoding:") for k in labels)
+    assert labels and all(k.startswith("spec_decoding") for k in labels)
     page.fill("input[data-key=q]", "qwen")
     rows = page.eval_on_selector_all(
         "tr.r", "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.provider)")
@@ -144,6 +202,72 @@ def test_cell_permalink_scrolls_to_and_highlights_the_cell(browser, site):
     ctx.close()
 
 
+def test_index_release_selector_keeps_the_filters(page, site):
+    open_page(page, site, "index.html#status=blocked")
+    link = page.locator("nav.releases a[data-view='0.33.0']")
+    assert link.get_attribute("href") == "index-0.33.0.html#status=blocked"
+    link.click()
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.url.endswith("index-0.33.0.html#status=blocked")
+    assert page.locator("select[data-key=status]").input_value() == "blocked"
+    assert page.locator("nav.releases a[aria-current]").get_attribute("data-view") == "0.33.0"
+    assert page.locator(GLM_SEL).is_hidden()  # ok at 0.33.0
+    # a shared link naming a release opens that release's index
+    open_page(page, site, "index.html#release=0.23.0&strategy=multi_node_tp_pp")
+    page.wait_for_url("**/index-0.23.0.html#strategy=multi_node_tp_pp")
+    page.wait_for_selector("html[data-ready='1']")
+    assert page.locator("select[data-key=strategy]").input_value() == "multi_node_tp_pp"
+
+
+def test_blocked_cells_are_never_hidden_by_width(wide, site):
+    """At 1400x1000: every blocked entry is in view or counted by the cue, and every row with a
+    blocked entry says so in the sticky first column, scrolled or not."""
+    pg = open_page(wide, site, "index.html")
+    places = pg.evaluate(BLOCKED_PLACES)
+    right = cue(pg, "right")
+    assert right == (f"{len(places['right'])} blocked off-screen →" if places["right"] else "")
+    assert not places["left"] and not cue(pg, "left")
+    pg.eval_on_selector(".matrix-wrap", "w => { w.scrollLeft = w.scrollWidth; }")
+    pg.wait_for_timeout(50)
+    places = pg.evaluate(BLOCKED_PLACES)
+    left = f"← {len(places['left'])} blocked off-screen" if places["left"] else ""
+    assert cue(pg, "left") == left
+    assert not places["right"] and not cue(pg, "right")
+    for row in pg.eval_on_selector_all("tr.r", "els => els.filter(tr => tr.querySelector("
+                                               "'li.e.s-blocked')).map(tr => tr.dataset.slug)"):
+        head = pg.locator(f"tr.r[data-slug='{row}'] th.rh")
+        head.scroll_into_view_if_needed()
+        assert "blocked" in head.locator("details.why summary").inner_text()
+        assert pg.eval_on_selector(f"tr.r[data-slug='{row}'] th.rh", """th => {
+            const w = document.querySelector('.matrix-wrap').getBoundingClientRect();
+            const r = th.getBoundingClientRect();
+            return r.left >= w.left - 1 && r.right <= w.right + 1;
+        }"""), row
+
+
+def test_off_screen_cue_counts_and_reveals(browser, site):
+    """A window too narrow for the matrix: the cue names how many blocked entries it hides, and
+    a click scrolls the nearest one into view."""
+    ctx = browser.new_context(viewport={"width": 900, "height": 1000})
+    pg = _watched(ctx)
+    open_page(pg, site, "index.html")
+    places = pg.evaluate(BLOCKED_PLACES)
+    kimi = pg.eval_on_selector_all(f"{KIMI_ROW} li.e.s-blocked", "els => els.map(e => e.id)")
+    assert kimi and set(kimi) <= set(places["right"])  # Kimi's are in the right-most columns
+    assert cue(pg, "right") == f"{len(places['right'])} blocked off-screen →"
+    pg.locator(f"{KIMI_ROW} th.rh").scroll_into_view_if_needed()
+    assert "2 blocked" in pg.locator(f"{KIMI_ROW} details.why summary").inner_text()
+    before = len(places["right"])
+    pg.click(".offscreen.right button")
+    pg.wait_for_timeout(50)
+    after = pg.evaluate(BLOCKED_PLACES)
+    assert len(after["right"]) < before
+    assert pg.evaluate("document.activeElement.closest('li.e').id") in after["shown"]
+    assert cue(pg, "left").startswith("← ")  # what scrolled out to the left is counted now
+    _checked(pg)
+    ctx.close()
+
+
 def test_recipe_page_shows_the_reason_of_the_blocked_cell(page, site):
     open_page(page, site, f"recipes/zai-org/GLM-5.2.html#{GLM_CELL}")
     cells = page.locator(f"section.rel[data-release='0.23.0'] td[data-cell='{GLM_CELL}']")
@@ -151,15 +275,31 @@ def test_recipe_page_shows_the_reason_of_the_blocked_cell(page, site):
     assert "hl" in cells.first.get_attribute("class").split()
     assert in_viewport(page, GLM_SEL)
     assert "blocked" in cells.first.inner_text()
+    assert "spec_decoding:mtp fix: pin_bump · works from 0.30.0" in cells.first.inner_text()
     note = page.locator(".note.hl")
     assert note.count() == 1 and note.is_visible()
     text = note.inner_text()
     assert "does not implement SupportsPP" in text
     assert "Pipeline parallelism is not supported for this model." in text
-    assert "works from 0.33.0" in text
+    assert "works from 0.30.0" in text
+    assert "CAUSE spec_decoding:mtp (feature) at models/zai-org/GLM-5.2.yaml:60" in text
     assert note.locator("a", has_text="vllm/config/model.py:1200").get_attribute("href") == \
         "https://github.com/vllm-project/vllm/blob/v0.23.0/vllm/config/model.py#L1200"
+    assert note.locator("a", has_text="GLM-5.2.yaml:60").get_attribute("href") == \
+        "https://github.com/vllm-project/recipes/blob/main/models/zai-org/GLM-5.2.yaml#L60"
     assert page.locator("section.rel[data-release='0.33.0']").is_hidden()
+
+
+def test_recipe_cells_get_permalinks(page, site):
+    open_page(page, site, "recipes/zai-org/GLM-5.2.html")
+    cell = page.locator(GLM_SEL)
+    assert cell.get_attribute("data-cell") == GLM_CELL
+    assert cell.locator("a.pl").get_attribute("href") == f"#{GLM_CELL}"
+    later = page.locator(f"section.rel[data-release='0.33.0'] td[data-cell='{GLM_CELL}'] a.pl")
+    assert later.first.get_attribute("href") == f"#release=0.33.0&cell={GLM_CELL}"
+    unnamed = page.eval_on_selector_all(
+        "table.recipe tbody td:not(.na)", "tds => tds.filter(td => !td.dataset.cell).length")
+    assert unnamed == 0
 
 
 def test_release_selector(page, site):
@@ -187,14 +327,13 @@ def test_index_entry_links_to_the_recipe_cell(page, site):
     assert page.locator(".note.hl").is_visible()
 
 
-def test_screenshots(page, site):
+def test_screenshots(wide, site):
     target = os.environ.get("COMPAT_SITE_SCREENSHOTS")
     if not target:
         pytest.skip("set COMPAT_SITE_SCREENSHOTS=DIR to save screenshots")
     out = Path(target)
     out.mkdir(parents=True, exist_ok=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    open_page(page, site, "index.html")
-    page.screenshot(path=str(out / "site-index.png"), full_page=True)
-    open_page(page, site, f"recipes/zai-org/GLM-5.2.html#{GLM_CELL}")
-    page.screenshot(path=str(out / "site-recipe.png"), full_page=True)
+    open_page(wide, site, "index.html")
+    wide.screenshot(path=str(out / "site-index.png"), full_page=True)
+    open_page(wide, site, f"recipes/zai-org/GLM-5.2.html#{GLM_CELL}")
+    wide.screenshot(path=str(out / "site-recipe.png"), full_page=True)

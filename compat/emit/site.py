@@ -1,22 +1,35 @@
-"""`compat site`: the static HTML compatibility matrix, rendered from verdict rows only.
+"""`compat site`: the static HTML compatibility matrix, rendered from the build's rows only.
 
-The site reads nothing but the `verdict` and `release` tables, so it cannot disagree
-with `compat check`, `explain` or the overrides. It must open from file:// (a CI
-artifact, a checkout) and from any static host: no server, no CDN, relative links only,
-classic scripts (module scripts are blocked on file://). Pages are complete HTML without
-JavaScript; the small script in site/static adds filters, permalinks and the release
-selector on top. The output directory is replaced whole: the site is built next to it
-and swapped in, so a failed build leaves the previous site as it was.
+The site reads what the build wrote (verdict; its causes and fixes in cause and
+verdict_cause; argv in command; release) and decides nothing, so it cannot disagree with
+`compat check`, `explain` or the fix stage. It must open from file:// (a CI artifact, a
+checkout) and from any static host: no server, no CDN, relative links only, classic
+scripts (module scripts are blocked on file://).
+
+Pages hold every status, cause and fix as text. The small script in site/static adds
+filters, permalinks, the link from each index entry to its recipe cell and the "blocked
+off-screen" cue; it computes per-cell ids and links from the row and column a cell sits
+in, because writing them into every cell is what made the pages heavy. The budget
+(BUDGET_*, issue 12) holds for the full snapshot at two releases.
+
+Written: index.html (each recipe at the release it pins), index-<release>.html (every
+recipe judged at that release), recipes/<provider>/<name>.html (every variant and
+release; notes with reason, vLLM error, evidence, cause and fix), verdicts.json and
+compat.db.gz (see site_data), metadata.yaml for Datasette. The output directory is
+replaced whole: the site is built next to it and swapped in, so a failed build leaves
+the previous site as it was.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import secrets
 import shutil
 import sqlite3
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -26,14 +39,18 @@ from typing import Any
 
 import jinja2
 import yaml
+from markupsafe import Markup, escape
 
+from compat.emit.site_data import ship_database, targets_of, verdicts_document, write_verdicts
 from compat.errors import UserError
 from compat.recipes.synthesis import command_line
 from compat.resources import site_dir
 from compat.vocab import Status, release_key, status_rank, worst
 
 VLLM_BLOB = "https://github.com/vllm-project/vllm/blob"
-STATUSES = ("ok", "blocked", "warning", "unknown")
+RECIPES_BLOB = "https://github.com/vllm-project/recipes/blob/main"  # --recipes-url default
+STATUSES = tuple(s.value for s in Status)  # legend order, mildest first
+PROBLEMS = tuple(s.value for s in sorted(Status, key=lambda s: -s.rank) if s != Status.OK)
 SYMBOLS = {"ok": "✓", "blocked": "✗", "warning": "!", "unknown": "?"}
 MEANINGS = {
     "ok": "the command starts",
@@ -41,29 +58,53 @@ MEANINGS = {
     "warning": "starts, with a fallback or a silent change",
     "unknown": "a needed fact is missing",
 }
-# Which status a cell shows when its variants or hardware profiles disagree.
 MARKER = ".compat-site"  # marks a directory this module built, so it may be replaced
 
-VERDICT_COLUMNS = ("id", "vllm_version", "platform", "hardware", "recipe", "model_id", "variant",
-                   "strategy", "feature", "mode", "status", "message", "reason", "evidence",
-                   "gated", "pinned", "works_from", "argv", "chain")
-EXPORT_EXTRA = ("gated", "pinned", "works_from")
+# The budget for the full recipes snapshot at two releases (issue 12).
+BUDGET_PAGES_AND_JSON = 5_000_000  # bytes of every .html and .json file together
+BUDGET_INDEX_PAGE = 300_000  # bytes of one index page
+
+REQUIRED_COLUMNS = ("id", "vllm_version", "platform", "hardware", "recipe", "model_id", "variant",
+                    "strategy", "feature", "mode", "status", "message", "reason", "evidence",
+                    "gated", "pinned", "works_from", "argv", "chain")
+# Columns later builds added, and what a row without them means.
+OPTIONAL_COLUMNS = {"judged": "1", "profiles": "''", "cause_id": "NULL", "command_id": "NULL",
+                    "cause_kind": "''", "cause": "''"}
+TEXT_COLUMNS = {"platform", "hardware", "variant", "strategy", "feature", "mode", "message",
+                "reason", "evidence", "works_from", "argv", "model_id", "profiles", "cause",
+                "cause_kind"}  # NULL reads as ''
+
 _STRATEGY_SHAPES = ("tp", "tep", "dep", "tp_dp", "tp_pp")
 _RELEASE_RE = re.compile(r"^\d+(\.\d+)+((a|b|rc)\d+)?(\.post\d+)?$")
-SHOWN_COMMANDS = 3  # per note; all of them are in compat.db (verdict.argv)
-TITLE_REASON = 160  # characters of a reason repeated in a hover title; the note has all of it
+SHOWN_COMMANDS = 1  # per note; every command is in compat.db.gz (table command)
+FINDING_CLIP = 80  # characters of a cause's finding in an index row's cause list
+ENTRY_REASON_CLIP = 100  # characters of a reason in an index entry's title (no cause found)
+CAUSE_FIX_CLIP = 100  # characters of a fix (or why there is none) in an index row's cause list
 _EVIDENCE_RE = re.compile(r"^(?P<path>[\w.-]+(?:/[\w.-]+)*\.\w+)(?::(?P<line>\d+))?$")
 
 
 @dataclass(frozen=True)
 class SiteReport:
     pages: int
-    bytes: int
+    bytes: int  # everything written
     seconds: float
+    pages_and_json_bytes: int = 0  # what BUDGET_PAGES_AND_JSON bounds
+    largest_index_bytes: int = 0  # what BUDGET_INDEX_PAGE bounds
+    database_bytes: int = 0  # compat.db.gz
+
+    def summary(self) -> str:
+        return (f"{self.pages} pages + verdicts.json {self.pages_and_json_bytes / 1e6:.2f} MB "
+                f"(largest index page {self.largest_index_bytes / 1e3:.0f} kB), compat.db.gz "
+                f"{self.database_bytes / 1e6:.1f} MB; {self.bytes / 1e6:.1f} MB written in "
+                f"{self.seconds:.1f}s")
 
 
-def build_site(db_path: Path, out_dir: Path) -> SiteReport:
-    """Render the site for `db_path` into `out_dir`, replacing a previous site there."""
+def build_site(db_path: Path, out_dir: Path, recipes_url: str = RECIPES_BLOB) -> SiteReport:
+    """Render the site for `db_path` into `out_dir`, replacing a previous site there.
+
+    `recipes_url` is where recipe files are linked (a cause links its recipe line):
+    `<recipes_url>/models/<provider>/<name>.yaml#L<line>`.
+    """
     started = time.perf_counter()
     db_path, out_dir = Path(db_path), Path(os.path.abspath(out_dir))
     _check_out_dir(out_dir)
@@ -71,13 +112,19 @@ def build_site(db_path: Path, out_dir: Path) -> SiteReport:
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
     os.mkdir(tmp)  # honours the umask, unlike mkdtemp's 0700: the site is meant to be served
     try:
-        pages = _render_into(db_path, tmp)
+        pages = _render_into(db_path, tmp, recipes_url.rstrip("/"))
         _swap(tmp, out_dir)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
-    return SiteReport(pages=pages, bytes=size, seconds=round(time.perf_counter() - started, 3))
+    sizes = {p.relative_to(out_dir).as_posix(): p.stat().st_size
+             for p in out_dir.rglob("*") if p.is_file()}
+    return SiteReport(
+        pages=pages, bytes=sum(sizes.values()), seconds=round(time.perf_counter() - started, 3),
+        pages_and_json_bytes=sum(n for p, n in sizes.items() if p.endswith((".html", ".json"))),
+        largest_index_bytes=max((n for p, n in sizes.items() if "/" not in p
+                                 and p.startswith("index") and p.endswith(".html")), default=0),
+        database_bytes=sizes.get("compat.db.gz", 0))
 
 
 # ---------------------------------------------------------------------------- output dir
@@ -128,38 +175,98 @@ def _columns(con: sqlite3.Connection, name: str) -> list[str]:
     return [r[1] for r in con.execute(f'PRAGMA table_info("{name}")')]
 
 
-def _load(con: sqlite3.Connection, where: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+@dataclass(frozen=True)
+class CauseView:
+    """A cause as the pages show it: the recipe element, where it is, and its fix."""
+    id: int | None
+    kind: str
+    label: str
+    field: str
+    line: int
+    fix_kind: str  # gate | mode_variants | pin_bump | spelling | none | '' (none planned)
+    fix: str
+    fix_why: str
+    works_from: str
+    finding: str = ""
+
+    @property
+    def has_fix(self) -> bool:
+        return self.fix_kind not in ("", "none")
+
+    @property
+    def fix_text(self) -> str:
+        """As `compat check` words it: "fix (gate): ..." or "no automatic fix: why"."""
+        if self.has_fix:
+            return f"fix ({self.fix_kind}): {self.fix}"
+        return f"no automatic fix: {self.fix_why or 'none planned'}"
+
+    @property
+    def fix_short(self) -> str:
+        return f"fix: {self.fix_kind}" if self.has_fix else "no automatic fix"
+
+
+@dataclass
+class SiteData:
+    rows: list[dict[str, Any]]
+    commits: dict[str, str]  # release -> vLLM commit, for evidence links of untagged trees
+    causes: dict[int, CauseView]
+    commands: dict[int, str]  # command id -> argv JSON, for the commands a note shows
+
+
+def _load(con: sqlite3.Connection, where: str) -> SiteData:
     have = set(_columns(con, "verdict"))
     if not have:
         raise UserError("no `verdict` table (run `compat build` first)", where=where)
-    missing = [c for c in VERDICT_COLUMNS if c not in have]
+    missing = [c for c in REQUIRED_COLUMNS if c not in have]
     if missing:
         raise UserError(f"table verdict lacks columns {', '.join(missing)}", where=where)
-    con.row_factory = sqlite3.Row
-    cols = [f"v.{c}" for c in VERDICT_COLUMNS]
+    known = ", ".join(f"'{s.value}'" for s in Status)
+    cols = [f"COALESCE(v.{c}, '') AS {c}" if c in TEXT_COLUMNS else f"v.{c}"
+            for c in REQUIRED_COLUMNS if c not in ("chain", "status")]
+    cols.append(f"CASE WHEN v.status IN ({known}) THEN v.status ELSE 'unknown' END AS status")
+    cols.append("CASE WHEN v.status = 'ok' THEN '' ELSE v.chain END AS chain")  # ok rows: no note
+    cols += [(f"COALESCE(v.{c}, '') AS {c}" if c in TEXT_COLUMNS else f"v.{c}") if c in have
+             else f"{default} AS {c}" for c, default in OPTIONAL_COLUMNS.items()]
+    cur = con.execute(f"SELECT {', '.join(cols)} FROM verdict v ORDER BY v.id")
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, t, strict=True)) for t in cur]
+    also: dict[int, list[int]] = defaultdict(list)
+    if _columns(con, "verdict_cause"):
+        for verdict_id, cause_id in con.execute(
+                "SELECT verdict_id, cause_id FROM verdict_cause ORDER BY verdict_id, cause_id"):
+            also[verdict_id].append(cause_id)
+    for r in rows:
+        primary, more = r["cause_id"], also.get(r["id"], ())
+        r["causes"] = tuple(dict.fromkeys([primary, *more])) if primary is not None \
+            else tuple(more)
+    causes: dict[int, CauseView] = {}
+    if _columns(con, "cause"):
+        for cid, kind, label, fld, line, fix_kind, fix, why, works, finding in con.execute(
+                "SELECT id, kind, label, field, line, fix_kind, fix, fix_why, works_from, finding "
+                "FROM cause"):
+            causes[cid] = CauseView(cid, kind or "", label or "", fld or "", line or 0,
+                                    fix_kind or "", fix or "", why or "", works or "",
+                                    finding or "")
+    commands: dict[int, str] = {}
     if "command_id" in have and _columns(con, "command"):
-        # argv is stored once per combination in `command` (verdict.argv stays '' then)
-        cols[VERDICT_COLUMNS.index("argv")] = "COALESCE(NULLIF(v.argv, ''), c.argv, '') AS argv"
-        sql = (f"SELECT {', '.join(cols)} FROM verdict v LEFT JOIN command c ON c.id = v.command_id "
-               "ORDER BY v.id")
-    else:
-        sql = f"SELECT {', '.join(cols)} FROM verdict v ORDER BY v.id"
-    rows = [dict(r) for r in con.execute(sql)]
+        commands = dict(con.execute(
+            "SELECT id, argv FROM command WHERE id IN "
+            "(SELECT command_id FROM verdict WHERE status <> 'ok')"))
     commits: dict[str, str] = {}
     if "commit_id" in _columns(con, "release"):
-        commits = {r["version"]: r["commit_id"] or ""
-                   for r in con.execute("SELECT version, commit_id FROM release")}
-    for r in rows:
-        for k in ("platform", "hardware", "variant", "strategy", "feature", "mode", "message",
-                  "reason", "evidence", "works_from", "argv", "model_id"):
-            r[k] = r[k] or ""
-        if r["status"] not in set(Status):
-            r["status"] = "unknown"
-    return rows, commits
+        commits = {v: c or "" for v, c in con.execute("SELECT version, commit_id FROM release")}
+    return SiteData(rows=rows, commits=commits, causes=causes, commands=commands)
+
+
+def _causes_of(r: dict[str, Any], causes: dict[int, CauseView]) -> list[CauseView]:
+    """A row's causes, primary first; a row whose cause has no `cause` entry keeps its label."""
+    found = [causes[c] for c in r["causes"] if c in causes]
+    if not found and r["cause"]:
+        found = [CauseView(None, r["cause_kind"], r["cause"], "", 0, "", "", "", "")]
+    return found
 
 
 # ---------------------------------------------------------------------------- naming
-
 
 
 def _slug(text: str) -> str:
@@ -169,12 +276,18 @@ def _slug(text: str) -> str:
 def cell_id(recipe_slug: str, strategy: str, feature: str, mode: str) -> str:
     """Permalink id of a feature mode in a strategy: cell-<recipe>-<strategy>-<feature>[-<mode>].
 
-    The base command is feature "base"; a feature without modes has no mode part.
+    The base command is feature "base"; a feature without modes has no mode part. The
+    pages carry its parts (strategy_slug, fm_slug) and site.js joins them the same way.
     """
-    parts = [recipe_slug, _slug(strategy) or "none", _slug(feature) or "base"]
-    if mode:
-        parts.append(_slug(mode))
-    return "cell-" + "-".join(parts)
+    return f"cell-{recipe_slug}-{strategy_slug(strategy)}-{fm_slug(feature, mode)}"
+
+
+def strategy_slug(strategy: str) -> str:
+    return _slug(strategy) or "none"
+
+
+def fm_slug(feature: str, mode: str) -> str:
+    return "-".join([_slug(feature) or "base", *([_slug(mode)] if mode else [])])
 
 
 def strategy_key(strategy: str) -> str:
@@ -205,6 +318,14 @@ def _strategy_key(strategy: str) -> tuple:
 def _safe_component(text: str) -> str:
     text = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
     return "_" if text in ("", ".", "..") else text
+
+
+def index_page(view: str) -> str:
+    """The file of an index view: index.html (each recipe at its pin) or index-<release>.html."""
+    return "index.html" if view == PINNED_VIEW else f"index-{_safe_component(view)}.html"
+
+
+PINNED_VIEW = "pinned"
 
 
 @dataclass(frozen=True)
@@ -262,6 +383,13 @@ def evidence_links(evidence: str, ref: str | None) -> list[Link]:
     return links
 
 
+def recipe_line_link(recipe: str, line: int, recipes_url: str) -> Link:
+    """models/x/y.yaml:60, linked at `recipes_url` (a cause's place in its recipe file)."""
+    text = f"{recipe}:{line}" if line else recipe
+    url = f"{recipes_url}/{recipe}" + (f"#L{line}" if line else "") if recipes_url else None
+    return Link(text, url)
+
+
 def _chain(raw: str) -> list[str]:
     try:
         steps = json.loads(raw or "[]")
@@ -310,20 +438,26 @@ def targets_text(pairs: Iterable[tuple[str, str]]) -> str:
     return "; ".join(parts)
 
 
-def _target(row: dict[str, Any]) -> tuple[str, str]:
-    return (row["platform"], row["hardware"])
-
-
-def _clip(text: str, limit: int = TITLE_REASON) -> str:
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _worst(statuses: Iterable[str]) -> str:
-    return worst(statuses).value
+    return worst(set(statuses)).value
+
+
+# compat.vocab's release order, remembered: the pages sort the same few labels many times.
+_release_order = functools.lru_cache(maxsize=None)(release_key)
 
 
 def _join_versions(versions: Iterable[str]) -> str:
-    return ", ".join(sorted(set(versions), key=release_key))
+    return ", ".join(sorted(set(versions), key=_release_order))
+
+
+def _combo(r: dict[str, Any]) -> tuple[str, ...]:
+    """A row's key within one release."""
+    return (r["variant"], r["strategy"], r["feature"], r["mode"], r["platform"], r["hardware"])
 
 
 # ---------------------------------------------------------------------------- index model
@@ -331,14 +465,25 @@ def _join_versions(versions: Iterable[str]) -> str:
 
 @dataclass
 class Entry:
-    """One feature mode in one matrix cell at the pinned release, over variants and hardware."""
-    id: str
+    """One feature mode in one matrix cell of an index view, over variants and hardware."""
     label: str
     status: str
     mixed: bool
     gated: bool
-    title: str
-    href: str
+    title: str  # blocked and warning entries: what, where, cause, fix, works from
+    hint: str  # blocked entries: the fix kind and the first working release, shown
+
+
+@dataclass
+class RowCause:
+    """A cause listed under a recipe's name: what fails, where, and its fix."""
+    status: str
+    label: str
+    finding: str
+    fix: str
+    works_from: str
+    strategies: list[str]
+    entries: int
 
 
 @dataclass
@@ -346,51 +491,122 @@ class IndexRow:
     ref: RecipeRef
     model_id: str
     releases: str
-    pinned: bool
-    search: str
+    search: str  # the model ids the row does not show; site.js adds provider, name and model
     cells: dict[str, list[Entry]]
+    counts: Counter[str]
+    causes: list[RowCause]
+
+    @property
+    def problems(self) -> list[tuple[str, int]]:
+        """(status, entries) for the non-ok statuses of the row, worst first."""
+        return [(s, self.counts[s]) for s in PROBLEMS if self.counts[s]]
 
 
-def _entry(ref: RecipeRef, strategy: str, feature: str, mode: str,
-           rows: list[dict[str, Any]]) -> Entry:
+@dataclass(frozen=True)
+class IndexView:
+    key: str  # PINNED_VIEW or a release
+    page: str
+    label: str
+    recipes: int
+
+
+def _entry(strategy: str, feature: str, mode: str, rows: list[dict[str, Any]],
+           causes: dict[int, CauseView]) -> Entry:
     status = _worst(r["status"] for r in rows)
     decisive = [r for r in rows if r["status"] == status]
     label = fm_label(feature, mode)
-    versions = _join_versions(r["vllm_version"] for r in rows)
     mixed = len({r["status"] for r in rows}) > 1
-    title = f"{label} on {strategy_label(strategy)}: {status} at vLLM {versions}"
-    if mixed:
-        title += f" on {len(decisive)} of {len(rows)} variant/hardware combinations"
-    if status != "ok":
-        if decisive[0]["reason"]:
-            title += f". {_clip(decisive[0]['reason'])}"
-        if all(r["works_from"] for r in decisive):
-            title += f" Works from {_join_versions(r['works_from'] for r in decisive)}."
     gated = status != "ok" and all(r["gated"] for r in decisive)
-    if gated:
-        title += " The recipe already gates this combination."
-    if status == "ok" and not mixed:
-        title = ""  # the common case says nothing the symbol and the row's release do not
-    cid = cell_id(ref.slug, strategy, feature, mode)
-    return Entry(id=cid, label=label, status=status, mixed=mixed, gated=gated, title=title,
-                 href=f"{ref.href}#{cid}")
+    title = hint = ""
+    if status in ("blocked", "warning"):
+        # The cell's place says which feature mode and strategy; the title says why, the hint
+        # the fix kind and the first working release, the row's cause list the fix itself.
+        parts = []
+        if mixed:
+            parts.append(f"{status} on {len(decisive)} of {len(rows)} variant/hardware "
+                         "combinations")
+        found = list({c.label: c for r in decisive for c in _causes_of(r, causes)[:1]}.values())
+        if found:
+            parts.append("cause: " + "; ".join(c.label for c in found))
+        elif decisive[0]["reason"]:
+            parts.append(_clip(decisive[0]["reason"], ENTRY_REASON_CLIP))
+        works = _join_versions(r["works_from"] for r in decisive if r["works_from"])
+        if status == "blocked":  # the hint says the fix kind and the first working release
+            fixes = dict.fromkeys("fix: " + c.fix_kind if c.has_fix else "no fix" for c in found)
+            hint = " · ".join(filter(None, ["gated" if gated else " / ".join(fixes),
+                                            f"works from {works}" if works else ""]))
+        if gated:
+            parts.append("the recipe already gates this combination")
+        title = "; ".join(parts)
+        title = title[:1].upper() + title[1:] + "." if title else ""
+    return Entry(label=label, status=status, mixed=mixed, gated=gated, title=title, hint=hint)
 
 
-def _pinned_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
-    """A recipe's rows at the release(s) it pins; at the newest scanned one if none is pinned."""
-    pinned = [r for r in rows if r["pinned"]]
-    if pinned:
-        # One release per combination. A combination pinned at several releases (a variant's
-        # own pin aside, a build with explicit --vllm marks every judged release) shows the
-        # lowest, as a recipe's pin is the minimum vLLM it needs.
-        lowest: dict[tuple[str, ...], str] = {}
-        for r in pinned:
-            k = _combo(r)
-            if k not in lowest or release_key(r["vllm_version"]) < release_key(lowest[k]):
-                lowest[k] = r["vllm_version"]
-        return [r for r in pinned if lowest[_combo(r)] == r["vllm_version"]], True
-    newest = max((r["vllm_version"] for r in rows), key=release_key)
-    return [r for r in rows if r["vllm_version"] == newest], False
+def _row_causes(rows: list[dict[str, Any]], causes: dict[int, CauseView]) -> list[RowCause]:
+    """The non-ok rows of an index row grouped by primary cause, worst first."""
+    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["status"] != "ok":
+            found = _causes_of(r, causes)
+            groups[found[0] if found else ("reason", r["reason"])].append(r)
+    out = []
+    for key, grouped in groups.items():
+        status = _worst(r["status"] for r in grouped)
+        entries = len({(r["strategy"], r["feature"], r["mode"]) for r in grouped})
+        strategies = sorted({strategy_label(r["strategy"]) for r in grouped}, key=_strategy_key)
+        works = _join_versions(r["works_from"] for r in grouped if r["works_from"])
+        if isinstance(key, CauseView):  # its own first release: where all it blocks starts
+            fix = key.fix_text if (status == "blocked" or key.has_fix) else ""
+            label, finding = key.label, key.finding or grouped[0]["reason"]
+            works = key.works_from or works
+        else:
+            label, finding, fix = "", key[1], ""
+        out.append(RowCause(status=status, label=label, finding=_clip(finding, FINDING_CLIP),
+                            fix=_clip(fix, CAUSE_FIX_CLIP), works_from=works, strategies=strategies,
+                            entries=entries))
+    out.sort(key=lambda c: (-status_rank(c.status), -c.entries, c.label))
+    unknown = [c for c in out if c.status == "unknown"]
+    if len(unknown) > 1:  # missing facts are many and alike: one line, by cause
+        merged = RowCause(
+            status="unknown", label="", finding=_clip(", ".join(
+                f"{c.label or c.finding} ({c.entries})" for c in unknown), CAUSE_FIX_CLIP),
+            fix="", works_from="", entries=len({(r["strategy"], r["feature"], r["mode"])
+                                                for r in rows if r["status"] == "unknown"}),
+            strategies=sorted({s for c in unknown for s in c.strategies}, key=_strategy_key))
+        out = [c for c in out if c.status != "unknown"] + [merged]
+    return out
+
+
+def _pinned_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Each combination at the lowest release it is pinned at, else at the newest judged one.
+
+    A combination pinned at several releases (a build with explicit --vllm marks every
+    judged release the pin names) shows the lowest, as a pin is the minimum vLLM a
+    recipe needs. Returns the rows and how the row's release reads on the index.
+    """
+    by_combo: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_combo[_combo(r)].append(r)
+    shown: list[dict[str, Any]] = []
+    pinned_at: set[str] = set()
+    newest_at: set[str] = set()
+    for combo_rows in by_combo.values():
+        pinned = [r for r in combo_rows if r["pinned"]]
+        if pinned:
+            version = min((r["vllm_version"] for r in pinned), key=_release_order)
+            pinned_at.add(version)
+        else:
+            pool = [r for r in combo_rows if r["judged"]] or combo_rows
+            version = max((r["vllm_version"] for r in pool), key=_release_order)
+            newest_at.add(version)
+        shown += [r for r in combo_rows if r["vllm_version"] == version]
+    parts = []
+    if pinned_at:
+        parts.append(f"vLLM {_join_versions(pinned_at)} · pinned")
+    if newest_at:
+        text = f"{_join_versions(newest_at)} · pin not scanned, newest shown"
+        parts.append(f"vLLM {text}" if not pinned_at else f"{text} for the rest")
+    return shown, "; ".join(parts)
 
 
 def _fm_order(rows: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -401,26 +617,50 @@ def _fm_order(rows: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
     return order
 
 
-def _index_model(by_recipe: dict[str, list[dict[str, Any]]], strategies: list[str],
-                 fm_order: dict[tuple[str, str], int]) -> dict[str, Any]:
+def _index_views(rows: list[dict[str, Any]]) -> list[IndexView]:
+    """The pinned view, then one view per release judged, when more than one release is."""
+    recipes_at: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        if r["judged"]:
+            recipes_at[r["vllm_version"]].add(r["recipe"])
+    views = [IndexView(PINNED_VIEW, index_page(PINNED_VIEW), "each recipe's pin",
+                       len({r["recipe"] for r in rows}))]
+    if len(recipes_at) > 1:
+        views += [IndexView(v, index_page(v), v, len(recipes_at[v]))
+                  for v in sorted(recipes_at, key=release_key)]
+    return views
+
+
+def _index_model(view: IndexView, by_recipe: dict[str, list[dict[str, Any]]],
+                 strategies: list[str], fm_order: dict[tuple[str, str], int],
+                 causes: dict[int, CauseView]) -> dict[str, Any]:
     providers: dict[str, list[IndexRow]] = defaultdict(list)
     counts: Counter[str] = Counter()
     for path, rows in by_recipe.items():
         ref = RecipeRef.of(path)
-        shown, pinned = _pinned_rows(rows)
+        if view.key == PINNED_VIEW:
+            shown, releases = _pinned_rows(rows)
+        else:
+            shown = [r for r in rows if r["vllm_version"] == view.key and r["judged"]]
+            releases = "pinned at this release" if any(r["pinned"] for r in shown) else ""
+        if not shown:
+            continue
         groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for r in shown:
             groups[(r["strategy"], r["feature"], r["mode"])].append(r)
         cells: dict[str, list[Entry]] = defaultdict(list)
+        row_counts: Counter[str] = Counter()
         for (strategy, feature, mode) in sorted(groups, key=lambda k: fm_order[(k[1], k[2])]):
-            e = _entry(ref, strategy, feature, mode, groups[(strategy, feature, mode)])
+            e = _entry(strategy, feature, mode, groups[(strategy, feature, mode)], causes)
             cells[strategy].append(e)
-            counts[e.status] += 1
+            row_counts[e.status] += 1
+        counts.update(row_counts)
         model_ids = sorted({r["model_id"] for r in rows if r["model_id"]})
         providers[ref.provider].append(IndexRow(
-            ref=ref, model_id=rows[0]["model_id"],
-            releases=_join_versions(r["vllm_version"] for r in shown), pinned=pinned,
-            search=" ".join([ref.provider, ref.name, *model_ids]).lower(), cells=dict(cells)))
+            ref=ref, model_id=rows[0]["model_id"], releases=releases,
+            search=" ".join(m for m in model_ids if m != rows[0]["model_id"]).lower(),
+            cells=dict(cells),
+            counts=row_counts, causes=_row_causes(shown, causes)))
     ordered = sorted(fm_order, key=fm_order.__getitem__)
     feature_options = [("base", "base command")]
     for f in dict.fromkeys(feature for feature, _ in ordered if feature):
@@ -428,6 +668,7 @@ def _index_model(by_recipe: dict[str, list[dict[str, Any]]], strategies: list[st
         feature_options += [(fm_label(f, m), f"  {fm_label(f, m)}") for ff, m in ordered
                             if ff == f and m]
     return {
+        "view": view,
         "providers": [(p, sorted(rs, key=lambda r: r.ref.name.lower()))
                       for p, rs in sorted(providers.items(), key=lambda kv: kv[0].lower())],
         "strategies": strategies,
@@ -453,7 +694,10 @@ class Note:
     evidence: list[Link]
     works_from: str
     gated: bool
-    commands: list[str]
+    causes: list[CauseView]
+    cause_links: list[Link]  # each cause's recipe line
+    commands: list[str]  # the first SHOWN_COMMANDS, as shell lines
+    command_keys: set[Any] = field(default_factory=set)
 
     @property
     def heading(self) -> str:
@@ -473,6 +717,18 @@ class Note:
         return "; ".join(f"variant {v or '(none)'} ({targets_text(t)})"
                          for v, t in by_variant.items())
 
+    @property
+    def more_commands(self) -> int:
+        return len(self.command_keys) - len(self.commands)
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What a blocked part of a cell says next to its status: cause, fix, first working release."""
+    cause: str
+    fix: str
+    works_from: str
+
 
 @dataclass
 class Part:
@@ -480,20 +736,15 @@ class Part:
     status: str
     where: str
     notes: list[int]
+    hints: list[Hint]
 
 
 @dataclass
 class Cell:
-    id: str
     status: str
     parts: list[Part]
-    title: str
     was: str = ""  # the status at the default release, when it differs
-    anchor: bool = False  # carries the permalink id (first occurrence at the default release)
-
-    @property
-    def note_ids(self) -> list[int]:
-        return [n for p in self.parts for n in p.notes]
+    anchor: str = ""  # the permalink id, on the first occurrence at the default release
 
 
 @dataclass
@@ -503,7 +754,7 @@ class VariantTable:
     model_ids: list[str]
     targets: str
     pinned: bool
-    rows: list[tuple[str, str, list[Cell | None]]]  # (label, feature, cells by strategy)
+    rows: list[tuple[str, str, list[Cell | None]]]  # (label, fm slug, cells by strategy)
 
 
 @dataclass
@@ -511,69 +762,92 @@ class ReleaseSection:
     version: str
     pinned: bool
     is_default: bool
+    partial: bool  # only combinations blocked at the pin were judged again here
     ref: str | None
-    strategies: list[str]
+    strategies: list[tuple[str, str]]  # (strategy, slug)
     variants: list[VariantTable]
     notes: list[Note]
     counts: Counter[str] = field(default_factory=Counter)
 
 
-def _notes_for(rows: list[dict[str, Any]], notes: dict[tuple, Note], ref: str | None) -> list[int]:
-    numbers: list[int] = []
-    for r in rows:
-        if r["status"] == "ok":
-            continue
-        key = (r["status"], r["message"], r["reason"], r["evidence"], r["chain"], r["works_from"],
-               bool(r["gated"]))
-        note = notes.get(key)
-        if note is None:
-            note = notes[key] = Note(
-                n=len(notes) + 1, status=r["status"], combos=[], applies=[], reason=r["reason"],
-                chain=_chain(r["chain"]), message=r["message"],
-                evidence=evidence_links(r["evidence"], ref), works_from=r["works_from"],
-                gated=bool(r["gated"]), commands=[])
-        combo = (fm_label(r["feature"], r["mode"]), strategy_label(r["strategy"]))
-        if combo not in note.combos:
-            note.combos.append(combo)
-        where = (r["variant"], *_target(r))
-        if where not in note.applies:
-            note.applies.append(where)
-        cmd = _command(r["argv"])
-        if cmd and cmd not in note.commands:
-            note.commands.append(cmd)
-        if note.n not in numbers:
-            numbers.append(note.n)
-    return numbers
+class _NoteBook:
+    """The notes of one release section, numbered in the order cells first cite them."""
+
+    def __init__(self, data: SiteData, ref: str | None, recipes_url: str) -> None:
+        self.data, self.ref, self.recipes_url = data, ref, recipes_url
+        self.by_key: dict[tuple, Note] = {}
+
+    @property
+    def notes(self) -> list[Note]:
+        return list(self.by_key.values())
+
+    def cite(self, rows: list[dict[str, Any]]) -> list[Note]:
+        cited: list[Note] = []
+        for r in rows:
+            if r["status"] == "ok":
+                continue
+            key = (r["status"], r["message"], r["reason"], r["evidence"], r["chain"],
+                   r["works_from"], bool(r["gated"]), r["causes"], r["cause"])
+            note = self.by_key.get(key)
+            if note is None:
+                found = _causes_of(r, self.data.causes)
+                note = self.by_key[key] = Note(
+                    n=len(self.by_key) + 1, status=r["status"], combos=[], applies=[],
+                    reason=r["reason"], chain=_chain(r["chain"]), message=r["message"],
+                    evidence=evidence_links(r["evidence"], self.ref), works_from=r["works_from"],
+                    gated=bool(r["gated"]), causes=found,
+                    cause_links=[recipe_line_link(r["recipe"], c.line, self.recipes_url)
+                                 for c in found], commands=[])
+            combo = (fm_label(r["feature"], r["mode"]), strategy_label(r["strategy"]))
+            if combo not in note.combos:
+                note.combos.append(combo)
+            for platform, hardware in targets_of(r):
+                if (r["variant"], platform, hardware) not in note.applies:
+                    note.applies.append((r["variant"], platform, hardware))
+            self._add_command(note, r)
+            if note not in cited:
+                cited.append(note)
+        return cited
+
+    def _add_command(self, note: Note, r: dict[str, Any]) -> None:
+        key = r["argv"] or r["command_id"]
+        if key in note.command_keys or not key:
+            return
+        note.command_keys.add(key)
+        if len(note.commands) < SHOWN_COMMANDS:
+            raw = r["argv"] or self.data.commands.get(r["command_id"], "")
+            if raw:
+                note.commands.append(_command(raw))
 
 
-def _cell(cid: str, rows: list[dict[str, Any]], notes: dict[tuple, Note], ref: str | None,
-          version: str) -> Cell:
+def _cell(rows: list[dict[str, Any]], book: _NoteBook) -> Cell:
     by_status: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_status[r["status"]].append(r)
     order = sorted(by_status, key=lambda s: -status_rank(s))
     parts = []
     for s in order:
-        where = targets_text(_target(r) for r in by_status[s]) if len(order) > 1 else ""
-        parts.append(Part(status=s, where=where,
-                          notes=_notes_for(by_status[s], notes, ref)))
-    status = order[0]
-    first = by_status[status][0]
-    title = f"{status} at vLLM {version}"
-    if status != "ok" and first["reason"]:
-        title += f": {_clip(first['reason'])}"
-    return Cell(id=cid, status=status, parts=parts, title=title)
+        where = targets_text(t for r in by_status[s] for t in targets_of(r)) \
+            if len(order) > 1 else ""
+        notes = book.cite(by_status[s])
+        hints: list[Hint] = []
+        if s == "blocked":
+            for note in notes:
+                cause = note.causes[0] if note.causes else None
+                hint = Hint(cause=cause.label if cause else "",
+                            fix="gated" if note.gated else cause.fix_short if cause else "",
+                            works_from=note.works_from)
+                if hint not in hints:
+                    hints.append(hint)
+        parts.append(Part(status=s, where=where, notes=[n.n for n in notes], hints=hints))
+    return Cell(status=order[0], parts=parts)
 
 
-def _combo(r: dict[str, Any]) -> tuple[str, ...]:
-    """A row's key within one release."""
-    return (r["variant"], r["strategy"], r["feature"], r["mode"], r["platform"], r["hardware"])
-
-
-def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str, str],
-                  fm_order: dict[tuple[str, str], int]) -> dict[str, Any]:
+def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], data: SiteData,
+                  fm_order: dict[tuple[str, str], int], recipes_url: str) -> dict[str, Any]:
     versions = sorted({r["vllm_version"] for r in rows}, key=release_key)
     pinned_versions = Counter(r["vllm_version"] for r in rows if r["pinned"])
+    judged_versions = {r["vllm_version"] for r in rows if r["judged"]}
     if pinned_versions:  # the release most rows pin; the lowest of a tie
         top = max(pinned_versions.values())
         default = min((v for v, n in pinned_versions.items() if n == top), key=release_key)
@@ -582,18 +856,24 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str,
     variant_order: dict[str, int] = {}
     for r in rows:
         variant_order.setdefault(r["variant"], len(variant_order))
-    baseline = {_combo(r): r["status"] for r in rows if r["vllm_version"] == default}
+    by_version: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_version[r["vllm_version"]].append(r)
+    baseline = {_combo(r): r["status"] for r in by_version[default]}
     sections = []
+    anchored: set[str] = set()
     for version in versions:
-        at = [r for r in rows if r["vllm_version"] == version]
-        ref_name = git_ref(version, commits.get(version, ""))
+        at = by_version[version]
+        ref_name = git_ref(version, data.commits.get(version, ""))
         strategies = sorted({r["strategy"] for r in at}, key=_strategy_key)
-        notes: dict[tuple, Note] = {}
+        book = _NoteBook(data, ref_name, recipes_url)
         counts: Counter[str] = Counter()
+        by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in at:
+            by_variant[r["variant"]].append(r)
         tables = []
-        anchored: set[str] = set()
-        for variant in sorted({r["variant"] for r in at}, key=variant_order.__getitem__):
-            vrows = [r for r in at if r["variant"] == variant]
+        for variant in sorted(by_variant, key=variant_order.__getitem__):
+            vrows = by_variant[variant]
             grid: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
                 lambda: defaultdict(list))
             for r in vrows:
@@ -606,28 +886,30 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str,
                     if not crows:
                         cells.append(None)
                         continue
-                    c = _cell(cell_id(ref.slug, strategy, feature, mode), crows, notes,
-                              ref_name, version)
+                    c = _cell(crows, book)
                     if version != default:
                         before = {baseline.get(_combo(r)) for r in crows}
                         before.discard(None)
                         if before and _worst(before) != c.status:
                             c.was = f"{_worst(before)} at {default}"
-                    elif c.id not in anchored:
-                        c.anchor = True
-                        anchored.add(c.id)
+                    else:
+                        cid = cell_id(ref.slug, strategy, feature, mode)
+                        if cid not in anchored:
+                            c.anchor = cid
+                            anchored.add(cid)
                     counts[c.status] += 1
                     cells.append(c)
-                table_rows.append((fm_label(feature, mode), feature, cells))
+                table_rows.append((fm_label(feature, mode), fm_slug(feature, mode), cells))
             tables.append(VariantTable(
                 name=variant, label=variant or "(no variant)",
                 model_ids=sorted({r["model_id"] for r in vrows if r["model_id"]}),
-                targets=targets_text(_target(r) for r in vrows),
+                targets=targets_text(t for r in vrows for t in targets_of(r)),
                 pinned=any(r["pinned"] for r in vrows), rows=table_rows))
         sections.append(ReleaseSection(
             version=version, pinned=version in pinned_versions, is_default=version == default,
-            ref=ref_name, strategies=strategies, variants=tables, notes=list(notes.values()),
-            counts=counts))
+            partial=bool(judged_versions) and version not in judged_versions, ref=ref_name,
+            strategies=[(s, strategy_slug(s)) for s in strategies], variants=tables,
+            notes=book.notes, counts=counts))
     model_ids = list(dict.fromkeys(r["model_id"] for r in rows if r["model_id"]))
     return {"ref": ref, "model_ids": model_ids, "default": default,
             "sections": sections, "pinned": sorted(pinned_versions, key=release_key)}
@@ -636,69 +918,101 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], commits: dict[str,
 # ---------------------------------------------------------------------------- rendering
 
 
+BREAK_AFTER = 16  # characters: a longer part of a label may also break after each '_'
+
+
+def breakable(text: str) -> Markup:
+    """`text` escaped, with line-break chances after ':' and 'node_', and after every '_' of a
+    long part (between colons): the matrix columns are as narrow as their longest word."""
+    segments = []
+    for raw in text.split(":"):
+        segment = str(escape(raw))
+        if len(raw) > BREAK_AFTER:
+            segment = segment.replace("_", "_<wbr>")
+        else:
+            segment = segment.replace("node_", "node_<wbr>")
+        segments.append(segment)
+    return Markup(":<wbr>".join(segments))
+
+
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(site_dir() / "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.globals.update(SYMBOLS=SYMBOLS, MEANINGS=MEANINGS, STATUSES=STATUSES,
-                       SHOWN_COMMANDS=SHOWN_COMMANDS, strategy_key=strategy_key,
-                       strategy_label=strategy_label)
+                       strategy_key=strategy_key, strategy_label=strategy_label,
+                       strategy_slug=strategy_slug)
+    env.filters["breakable"] = breakable
     return env
 
 
-def _render_into(db_path: Path, out: Path) -> int:
-    _snapshot(db_path, out / "compat.db")
-    con = sqlite3.connect(out / "compat.db")
+def _render_into(db_path: Path, out: Path, recipes_url: str) -> int:
+    snapshot = out / ".compat.db"
+    _snapshot(db_path, snapshot)
+    shipped: list[Exception] = []
+
+    def ship() -> None:  # gzip in a second thread: zlib releases the GIL while pages render
+        try:
+            ship_database(snapshot, out / "compat.db.gz")
+        except Exception as exc:  # re-raised below, in the caller's thread
+            shipped.append(exc)
+
+    con = sqlite3.connect(snapshot)
     try:
-        rows, commits = _load(con, str(db_path))
-        releases = sorted({r["vllm_version"] for r in rows} | set(commits), key=release_key)
-        _write_export(con, out / "verdicts.json")
+        data = _load(con, str(db_path))
         tables = {name: _columns(con, name) for (name,) in con.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
             "AND name NOT LIKE 'sqlite_%' ORDER BY name")}
     finally:
         con.close()
-    (out / "metadata.yaml").write_text(datasette_metadata(tables), encoding="utf-8")
+    shipper = threading.Thread(target=ship, name="compat-site-gzip")
+    shipper.start()
+    try:
+        pages = _render_pages(data, out, recipes_url)
+        releases = sorted({r["vllm_version"] for r in data.rows} | set(data.commits),
+                          key=release_key)
+        write_verdicts(out / "verdicts.json", verdicts_document(
+            data.rows, {c: vars(v) for c, v in data.causes.items()}, releases))
+        (out / "metadata.yaml").write_text(datasette_metadata(tables), encoding="utf-8")
+    finally:
+        shipper.join()
+    if shipped:
+        raise shipped[0]
+    snapshot.unlink()
+    (out / MARKER).write_text("built by `compat site`; this directory is replaced on rebuild\n",
+                              encoding="utf-8")
+    return pages
+
+
+def _render_pages(data: SiteData, out: Path, recipes_url: str) -> int:
+    rows = data.rows
     static = site_dir() / "static"
     (out / "static").mkdir()
     for f in sorted(static.iterdir()):
         if f.suffix in (".css", ".js", ".svg"):
             shutil.copyfile(f, out / "static" / f.name)
-
+    releases = sorted({r["vllm_version"] for r in rows} | set(data.commits), key=release_key)
     by_recipe: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_recipe[r["recipe"]].append(r)
     strategies = sorted({r["strategy"] for r in rows}, key=_strategy_key)
     fm_order = _fm_order(rows)
     env = _env()
-    index = _index_model(by_recipe, strategies, fm_order)
     common = {"releases": releases, "n_rows": len(rows)}
-    (out / "index.html").write_text(
-        env.get_template("index.html").render(root="", **index, **common), encoding="utf-8")
+    views = _index_views(rows)
+    index = env.get_template("index.html")
+    for view in views:
+        model = _index_model(view, by_recipe, strategies, fm_order, data.causes)
+        (out / view.page).write_text(index.render(root="", views=views, **model, **common),
+                                     encoding="utf-8")
     page = env.get_template("recipe.html")
     for path, recipe_rows in by_recipe.items():
-        model = _recipe_model(RecipeRef.of(path), recipe_rows, commits, fm_order)
+        model = _recipe_model(RecipeRef.of(path), recipe_rows, data, fm_order, recipes_url)
         target = out / model["ref"].href
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page.render(root="../" * model["ref"].depth, **model, **common),
                           encoding="utf-8")
-    (out / MARKER).write_text("built by `compat site`; this directory is replaced on rebuild\n",
-                              encoding="utf-8")
-    return 1 + len(by_recipe)
-
-
-def _write_export(con: sqlite3.Connection, path: Path) -> None:
-    """verdicts.json: the v_verdict rows plus gated, pinned and works_from."""
-    view = _columns(con, "v_verdict") or [c for c in VERDICT_COLUMNS[1:14]]
-    cols = view + [c for c in EXPORT_EXTRA if c not in view]
-    con.row_factory = None
-    has_cause = bool(_columns(con, "cause"))
-    exprs = [f"c.{c}" if c in ("fix_kind", "fix") and has_cause else f"v.{c}" for c in cols]
-    join = " LEFT JOIN cause c ON c.id = v.cause_id" if has_cause else ""
-    cur = con.execute(f"SELECT {', '.join(exprs)} FROM verdict v{join} ORDER BY v.id")
-    data = [dict(zip(cols, r, strict=True)) for r in cur]
-    path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n",
-                    encoding="utf-8")
+    return len(views) + len(by_recipe)
 
 
 # ---------------------------------------------------------------------------- datasette
@@ -739,7 +1053,7 @@ DESCRIPTIONS = {
     "command": "Each synthesized `vllm serve` argv (JSON), stored once and referenced by "
                "verdict.command_id.",
     "model_fact": "Model id to HF config facts (architectures, model_type, MTP layers, experts), "
-                  "with source and provenance.",
+                  "with source, provenance and the config's commit sha (revision) where one was read.",
     "verdict": "One row per (release, platform, hardware, recipe, variant, strategy, feature, "
                "mode): whether the synthesized `vllm serve` command can start, the vLLM error it "
                "predicts, the reason chain and the evidence.",
@@ -790,6 +1104,8 @@ VERDICT_COLUMN_DOCS = {
     "fix_kind": "The fix the fix stage planned and re-judged: gate, mode_variants, pin_bump, "
                 "spelling, or none.",
     "fix": "What the fix does, in one line (`compat fix --apply DIR` writes it).",
+    "source": "Which surface of the recipes site emits these commands: api (the JSON API), ui "
+              "(the command builder at its default sizes) or api,ui (both, identically).",
 }
 CAPABILITY_COLUMN_DOCS = {
     "vllm_version": "vLLM release.",

@@ -77,6 +77,9 @@ def apply(data: Any, edits: list[Edit]) -> Any:
         key = e.path[-1]
         if e.op == "replace_item":
             items = parent.get(key)
+            parts = e.value if isinstance(e.value, list) else [e.value]
+            if isinstance(items, list) and e.old not in items and _contains_run(items, parts):
+                continue  # already replaced: a second apply changes nothing
             if not isinstance(items, list) or e.old not in items:
                 raise EditConflict(f"{e.where}: no item {e.old!r} to replace")
             out_items: list[Any] = []
@@ -100,9 +103,6 @@ def apply(data: Any, edits: list[Edit]) -> Any:
     return out
 
 
-def no_op(data: Any, edits: list[Edit]) -> bool:
-    """Whether applying `edits` changes nothing (a second apply is a no-op)."""
-    try:
-        return apply(data, edits) == data
-    except EditConflict:
-        return False
+def _contains_run(items: list[Any], run: list[Any]) -> bool:
+    n = len(run)
+    return any(items[i:i + n] == run for i in range(len(items) - n + 1))

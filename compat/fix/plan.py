@@ -146,12 +146,6 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
     return Case(case.path, recipe, rows, book, case.pinned)
 
 
-def merged_edits(planned: dict[int, Planned]) -> list[Edit]:
-    """Every edit of a recipe's plan, one per path (see `_merge`)."""
-    proposals = [Proposal(p.kind, tuple(p.edits), p.summary) for p in planned.values() if p.edits]
-    return _merge(proposals)
-
-
 def _first_working(rows: list[Row], ctx: Context) -> str | None:
     return ctx.pool.first_working(rows[0].release, [r.combo for r in rows])
 
@@ -218,37 +212,23 @@ def _verified(case: Case, ctx: Context, chosen: dict[int, Proposal], blocked: di
 
 
 def _merge(proposals: list[Proposal]) -> list[Edit]:
-    """One edit per path: allowlists and variant lists intersect, pins take the newest release."""
-    by_path: dict[tuple[str, ...], Edit] = {}
-    order: list[tuple[str, ...]] = []
-    for p in proposals:
+    """One edit per path. Allowlists and variant lists intersect (each fix removed what it
+    must); for a scalar the newest bump wins, so a pin and the docker tag that names it
+    always come from the same proposal."""
+    by_key: dict[tuple[Any, ...], Edit] = {}
+    for p in sorted(proposals, key=lambda p: release_key(p.works_from or "0")):
         for e in p.edits:
             key = (*e.path, e.op, str(e.old))
-            cur = by_path.get(key)
-            if cur is None:
-                by_path[key] = e
-                order.append(key)
-            elif e.path[-1] in ("strategies", "variants") and isinstance(e.value, list):
-                value = [v for v in cur.value if v in e.value]
-                by_path[key] = Edit(cur.op, cur.path, value, after=cur.after, comment=_joined(cur, e))
-            elif e.path[-1] == "min_vllm_version" and release_key(e.value) > release_key(cur.value):
-                by_path[key] = e
-    edits = [by_path[k] for k in order]
-    newest = {e.path[:-1]: e.value for e in edits if e.path[-1] == "min_vllm_version"}
-    return [e for e in edits if not _stale_image(e, newest)]
+            cur = by_key.get(key)
+            if cur is not None and e.path[-1] in ("strategies", "variants") and isinstance(e.value, list):
+                e = Edit(cur.op, cur.path, [v for v in cur.value if v in e.value], after=cur.after,
+                         comment=_joined(cur, e))
+            by_key[key] = e
+    return list(by_key.values())
 
 
 def _joined(a: Edit, b: Edit) -> str:
     return a.comment if b.comment in a.comment else f"{a.comment}; also {b.comment.removeprefix('vllm-compat: ')}"
-
-
-def _stale_image(e: Edit, newest: dict[tuple[str, ...], Any]) -> bool:
-    """A docker tag edit for a lower bump than the one kept at the same level."""
-    if "docker_image" not in e.path:
-        return False
-    base = e.path[: e.path.index("docker_image")]
-    target = newest.get(base)
-    return target is not None and not str(e.value).rstrip().endswith(str(target)) and str(target) not in str(e.value)
 
 
 def build_cases(repo: Any, judged: dict[str, list[Row]], cause_rows: list[dict[str, Any]],

@@ -132,3 +132,12 @@ class RecipesRepo:
 
     def recipe(self, path: str) -> Recipe:
         return self.recipes[path]
+
+    def declared_moe(self) -> dict[str, bool]:
+        """Recipe path -> its `model.architecture` (moe / dense), where it says one.
+
+        The engine falls back to it, saying so, when a model's config gives no expert count;
+        every judge of a recipe (build, bisect, fix stage) must use the same facts.
+        """
+        return {path: r.model.get("architecture") == "moe" for path, r in self.recipes.items()
+                if r.model.get("architecture") in ("moe", "dense")}

@@ -1,13 +1,20 @@
-/* vllm-compat site: filters, permalinks and the release selector.
- * The pages are complete without this script; it only shows and hides what is there.
+/* vllm-compat site: filters, permalinks, release selectors and the off-screen cue.
+ * The pages hold every status, cause and fix without this script. It adds what would make
+ * them heavy if written into every cell: each index entry's id and link to its recipe cell,
+ * and each recipe cell's permalink, computed from the row and column a cell sits in
+ * (tr data-slug / data-fm, th data-slug / data-st or its text), as compat.emit.site.cell_id
+ * writes them.
  * State lives in the URL fragment so any view can be linked:
  *   index.html#status=blocked&strategy=multi_node_tp_pp   (filters; values may be comma lists)
+ *   index.html#release=0.33.0&status=blocked              (the index of one release)
  *   index.html#cell-zai-org-glm-5.2-multi_node_tp_pp-spec_decoding-mtp   (scroll to a cell)
  *   recipes/zai-org/GLM-5.2.html#release=0.33.0&cell=cell-...           (release + cell)
  * A classic script (not a module) because module scripts do not load from file://. */
 (function () {
   "use strict";
   var KEYS = ["q", "provider", "strategy", "feature", "status", "release", "cell"];
+  var each = function (list, fn) { Array.prototype.forEach.call(list, fn); };
+  var toArray = function (list) { return Array.prototype.slice.call(list); };
 
   function parseHash() {
     var raw = location.hash.replace(/^#/, "");
@@ -51,10 +58,25 @@
     return value ? value.split(",").filter(Boolean) : [];
   }
 
+  /* compat.emit.site._slug and fm_slug, for a feature mode label ("base", "f", "f:mode") */
+  function slug(text) {
+    return text.toLowerCase().replace(/[^a-z0-9._]+/g, "-").replace(/^-+|-+$/g, "");
+  }
+
+  function fmSlug(label) {
+    if (label === "base") return "base";
+    var i = label.indexOf(":");
+    if (i < 0) return slug(label) || "base";
+    return (slug(label.slice(0, i)) || "base") + "-" + slug(label.slice(i + 1));
+  }
+
+  function statusOf(el) {
+    var m = /(?:^|\s)s-(\w+)/.exec(el.className);
+    return m ? m[1] : "";
+  }
+
   function highlight(els) {
-    Array.prototype.forEach.call(document.querySelectorAll(".hl"), function (el) {
-      el.classList.remove("hl");
-    });
+    each(document.querySelectorAll(".hl"), function (el) { el.classList.remove("hl"); });
     els.forEach(function (el) { el.classList.add("hl"); });
     if (els.length) {
       els[0].scrollIntoView({ block: "center", inline: "center" });
@@ -65,14 +87,126 @@
 
   /* ------------------------------------------------------------------ index */
 
+  /* An entry's feature mode: its leading text, which may hold <wbr> break chances. */
+  function labelOf(li) {
+    var text = "";
+    for (var node = li.firstChild; node; node = node.nextSibling) {
+      if (node.nodeType === 3) text += node.nodeValue;
+      else if (node.nodeName !== "WBR") break;
+    }
+    return text.trim();
+  }
+
+  /* Give every entry its id, status, label and a link to its cell on the recipe page. */
+  function linkEntries(table) {
+    var heads = toArray(table.querySelectorAll("thead th[data-strategy]"));
+    var entries = [];
+    each(table.querySelectorAll("tr.r"), function (tr) {
+      var link = tr.querySelector("th a");
+      var href = link.getAttribute("href");
+      tr.dataset.provider = tr.closest("tbody").dataset.provider;
+      /* what the search matches: provider, name, model id (the row's first small) and the rest */
+      tr.dataset.q = [tr.dataset.provider, link.textContent, tr.querySelector("th small").textContent,
+        tr.dataset.q].join(" ").toLowerCase();
+      each(tr.querySelectorAll("td"), function (td, i) {
+        var head = heads[i];
+        if (!head) return;
+        td.setAttribute("data-strategy", head.dataset.strategy);
+        each(td.querySelectorAll("li.e"), function (li) {
+          var label = labelOf(li);
+          var id = "cell-" + tr.dataset.slug + "-" + head.dataset.slug + "-" + fmSlug(label);
+          li.id = id;
+          li.dataset.k = label;
+          li.dataset.s = statusOf(li);
+          var a = document.createElement("a");
+          a.href = href + "#" + id;
+          while (li.firstChild) a.appendChild(li.firstChild);
+          li.appendChild(a);
+          entries.push(li);
+        });
+      });
+    });
+    return entries;
+  }
+
+  /* "N blocked off-screen": blocked entries the scroll box hides to the left or right. */
+  function offscreenCue(wrap, table, box) {
+    var cues = { "-1": box.querySelector(".offscreen.left"), "1": box.querySelector(".offscreen.right") };
+    var pending = false;
+    var found = { "-1": [], "1": [] };
+
+    function measure() {
+      pending = false;
+      var rect = wrap.getBoundingClientRect();
+      var head = table.querySelector("thead th.rh");
+      var from = head ? head.getBoundingClientRect().right : rect.left;
+      var to = rect.left + wrap.clientLeft + wrap.clientWidth;
+      found = { "-1": [], "1": [] };
+      each(table.querySelectorAll("li.e.s-blocked"), function (li) {
+        if (li.offsetParent === null) return; /* filtered out */
+        var r = li.getBoundingClientRect();
+        if (r.right > to + 1) found["1"].push(li);
+        else if (r.left < from - 1) found["-1"].push(li);
+      });
+      Object.keys(cues).forEach(function (dir) {
+        var cue = cues[dir];
+        if (!cue) return;
+        var n = found[dir].length;
+        cue.hidden = n === 0;
+        var text = n + " blocked off-screen";
+        cue.querySelector("button").textContent = dir === "1" ? text + " →" : "← " + text;
+      });
+    }
+
+    function schedule() {
+      if (pending) return;
+      pending = true;
+      (window.requestAnimationFrame || setTimeout)(measure);
+    }
+
+    Object.keys(cues).forEach(function (dir) {
+      var cue = cues[dir];
+      if (!cue) return;
+      cue.querySelector("button").addEventListener("click", function () {
+        measure();
+        var targets = found[dir];
+        if (!targets.length) return;
+        var rect = wrap.getBoundingClientRect();
+        /* the nearest row in view first, else the first one */
+        var li = targets.filter(function (el) {
+          var r = el.getBoundingClientRect();
+          return r.bottom > rect.top && r.top < rect.bottom;
+        })[0] || targets[0];
+        var r = li.getBoundingClientRect();
+        var head = table.querySelector("thead th.rh");
+        var from = head ? head.getBoundingClientRect().right : rect.left;
+        var to = rect.left + wrap.clientLeft + wrap.clientWidth;
+        wrap.scrollLeft += dir === "1" ? r.right - to + 24 : r.left - from - 24;
+        if (r.top < rect.top || r.bottom > rect.bottom) {
+          wrap.scrollTop += r.top - rect.top - rect.height / 2;
+        }
+        var a = li.querySelector("a");
+        if (a) a.focus({ preventScroll: true });
+        measure();
+      });
+    });
+    wrap.addEventListener("scroll", schedule, { passive: true });
+    window.addEventListener("resize", schedule);
+    return measure;
+  }
+
   function initIndex() {
+    var table = document.getElementById("matrix");
     var form = document.getElementById("filters");
-    var controls = Array.prototype.slice.call(form.querySelectorAll("[data-key]"));
-    var groups = Array.prototype.slice.call(document.querySelectorAll("#matrix tbody.g"));
-    var columns = Array.prototype.slice.call(document.querySelectorAll("#matrix [data-strategy]"));
-    var entries = Array.prototype.slice.call(document.querySelectorAll("#matrix li.e"));
+    var controls = toArray(form.querySelectorAll("[data-key]"));
+    var entries = linkEntries(table);
+    var groups = toArray(table.querySelectorAll("tbody.g"));
+    var columns = toArray(table.querySelectorAll("[data-strategy]"));
     var output = document.getElementById("shown");
     var permalink = form.querySelector(".permalink");
+    var views = toArray(document.querySelectorAll("nav.releases a[data-view]"));
+    var wrap = table.closest(".matrix-wrap");
+    var measure = offscreenCue(wrap, table, wrap.parentNode);
 
     function readControls() {
       var state = {};
@@ -108,12 +242,12 @@
       var shown = 0, recipes = 0;
       groups.forEach(function (g) {
         var any = false;
-        Array.prototype.forEach.call(g.querySelectorAll("tr.r"), function (tr) {
+        each(g.querySelectorAll("tr.r"), function (tr) {
           var ok = (!providers.length || providers.indexOf(tr.dataset.provider) >= 0) &&
             terms.every(function (t) { return tr.dataset.q.indexOf(t) >= 0; });
           var visible = 0;
           if (ok) {
-            Array.prototype.forEach.call(tr.querySelectorAll("td"), function (td) {
+            each(tr.querySelectorAll("td"), function (td) {
               if (td.hidden) return;
               visible += td.querySelectorAll("li.e:not([hidden])").length;
             });
@@ -125,11 +259,25 @@
       });
       output.textContent = shown + " of " + entries.length + " feature modes in " + recipes +
         (recipes === 1 ? " recipe" : " recipes");
-      permalink.setAttribute("href", formatHash(state) || "#");
+      var hash = formatHash(state);
+      permalink.setAttribute("href", hash || "#");
+      views.forEach(function (a) { /* the other releases keep the filters */
+        a.setAttribute("href", a.getAttribute("href").replace(/#.*$/, "") + hash);
+      });
+      measure();
     }
 
     function fromHash() {
       var state = parseHash();
+      if (state.release && state.release !== document.body.dataset.view) {
+        var view = views.filter(function (a) { return a.dataset.view === state.release; })[0];
+        if (view) {
+          delete state.release;
+          location.replace(view.getAttribute("href").replace(/#.*$/, "") + formatHash(state));
+          return;
+        }
+      }
+      delete state.release;
       writeControls(state);
       apply(state);
       if (state.target) {
@@ -139,6 +287,7 @@
           apply({});
         }
         if (el) highlight([el]);
+        measure();
       }
     }
 
@@ -159,10 +308,34 @@
 
   /* ------------------------------------------------------------------ recipe page */
 
+  /* Give every cell its data-cell id and a permalink ("#" on hover). */
+  function linkCells(recipeSlug, fallback) {
+    each(document.querySelectorAll("table.recipe"), function (table) {
+      var heads = toArray(table.querySelectorAll("thead th:not(.rh)"));
+      var release = table.closest("section.rel").dataset.release;
+      each(table.querySelectorAll("tbody tr[data-fm]"), function (tr) {
+        var label = tr.querySelector("th").textContent;
+        each(tr.querySelectorAll("td"), function (td, i) {
+          if (td.classList.contains("na") || !heads[i]) return;
+          var st = heads[i].dataset.st || heads[i].textContent.trim(); /* written when they differ */
+          var id = "cell-" + recipeSlug + "-" + st + "-" + tr.dataset.fm;
+          td.dataset.cell = id;
+          var a = document.createElement("a");
+          a.className = "pl";
+          a.href = release === fallback ? "#" + id : "#release=" + release + "&cell=" + id;
+          a.setAttribute("aria-label", "Permalink to " + label + " on " + heads[i].textContent);
+          a.textContent = "#";
+          td.insertBefore(a, td.firstChild);
+        });
+      });
+    });
+  }
+
   function initRecipe() {
-    var sections = Array.prototype.slice.call(document.querySelectorAll("section.rel"));
-    var links = Array.prototype.slice.call(document.querySelectorAll("nav.releases a[data-release]"));
+    var sections = toArray(document.querySelectorAll("section.rel"));
+    var links = toArray(document.querySelectorAll("nav.releases a[data-release]"));
     var fallback = document.body.dataset.default;
+    linkCells(document.body.dataset.slug, fallback);
 
     function show(release) {
       sections.forEach(function (s) { s.hidden = s.dataset.release !== release; });
@@ -183,7 +356,7 @@
       }
       function cellsIn(rel) {
         var section = sections.filter(function (s) { return s.dataset.release === rel; })[0];
-        return section ? Array.prototype.slice.call(section.querySelectorAll("[data-cell]")).filter(function (td) {
+        return section ? toArray(section.querySelectorAll("[data-cell]")).filter(function (td) {
           return td.dataset.cell === state.target;
         }) : [];
       }
@@ -199,8 +372,8 @@
       if (!state.target) return;
       var marks = cells.slice();
       cells.forEach(function (td) {
-        td.dataset.notes.split(" ").filter(Boolean).forEach(function (n) {
-          var note = document.getElementById("note-" + release + "-" + n);
+        each(td.querySelectorAll("a[href^='#note-']"), function (ref) {
+          var note = document.getElementById(ref.getAttribute("href").slice(1));
           if (note && marks.indexOf(note) < 0) marks.push(note);
         });
       });
