@@ -61,6 +61,11 @@ def split_command(command: list[str]) -> list[str]:
     if len(command) == 1 and " " in command[0].strip():
         command = command[0].split()  # quoted as one argument: split like a shell would (no quoting)
     head = command[0].rsplit("/", 1)[-1]
+    if command[0].startswith("-") and "vllm" in command:
+        # typer hands an option lint does not know, written before `--`, to the command
+        raise UserError(f"no such option: {command[0]} (lint's own options come before `--`, the serve "
+                        "command after it: compat lint --vllm V -- vllm serve MODEL --config FILE)",
+                        where="compat lint")
     if head != "vllm" or len(command) < 2 or command[1] != "serve":
         shown = " ".join(command[:3])
         raise UserError(f"not a `vllm serve` command: {shown!r} (lint judges `vllm serve MODEL [ARGS...]`)",

@@ -28,6 +28,11 @@ USAGE_MISTAKES = [
     ["check", "--format", "xml"],
     ["sql"],
     ["scan"],
+    ["lint"],
+    ["lint", "--", "python", "serve.py"],
+    ["lint", "--format", "xml", "--", "vllm", "serve", "m"],
+    ["lint", "--", "vllm", "serve", "m"],  # no database and no --vllm
+    ["lint", "--vllm", "0.33.0", "--config", "serve.yaml", "--", "vllm", "serve", "m"],  # not a lint option
 ]
 
 
@@ -41,7 +46,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     before = {p.name for p in REPO.iterdir()}
     src = base / "src"
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
-        ".git", "tests", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+        ".git", ".venv", "tests", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"

@@ -97,6 +97,12 @@ def test_bad_commands_exit_2_one_line(tmp_path, isolated_cache, command, needle)
     assert "Traceback" not in r.stderr
 
 
+def test_unknown_lint_option_before_the_separator_is_named(tmp_path, isolated_cache) -> None:
+    r = run("lint", "--db", str(tmp_path / "c.db"), "--confg", "x.yaml", "--", "vllm", "serve", "m", cwd=tmp_path)
+    assert r.returncode == 2 and "no such option: --confg" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 def test_config_file_with_unbalanced_quotes_is_bad_input(tmp_path, isolated_cache) -> None:
     cfg = tmp_path / "serve.yaml"
     cfg.write_text('tensor-parallel-size: 2\nserved-model-name: "broken\n')
