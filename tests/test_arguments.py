@@ -514,3 +514,52 @@ def test_validation_reading_what_the_analysis_lacks_is_unknown(older) -> None:
     res = check_arguments(older, ["vllm", "serve", "m", "--chat-template", "{{ messages }}"], SHELL)
     assert [f.status for f in res.findings] == ["unknown"]
     assert "could not be evaluated: AttributeError" in res.findings[0].step
+
+
+SERVE_WITH_CMD = SERVE + '''
+
+class ServeSubcommand:
+    @staticmethod
+    def cmd(args):
+        if args.headless:
+            args.api_server_count = 0
+        if args.api_server_count < 1:
+            run_headless(args)
+        else:
+            run_server(args)
+
+
+def run_headless(args):
+    pass
+'''
+
+
+@pytest.fixture(scope="module")
+def dispatching(tmp_path_factory):
+    """A release whose `cmd` sends a headless node to run_headless (no API server)."""
+    root = tmp_path_factory.mktemp("dispatch-args")
+    files = {"vllm/entrypoints/cli/serve.py": SERVE_WITH_CMD, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
+             "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": API_SERVER,
+             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    tree = VllmTree(root, VERSION, "src")
+    return SimpleNamespace(
+        version=VERSION, serve_parser=ServeParser(VALUES, Validator(schemas_from_rows(CONFIG)), VERSION, tree),
+        serve_rules=ServeRules(tree, {"tool": {"hermes"}, "reasoning": {"qwen3"}}, [], VERSION))
+
+
+@pytest.mark.parametrize("extra,api_checked", [
+    ([], True),
+    (["--headless"], False),  # a worker node: run_headless starts no API server
+    (["--api-server-count", "0"], False),
+    (["--api-server-count", "2"], True),
+])
+def test_api_server_validation_only_where_cmd_starts_one(dispatching, release, extra, api_checked) -> None:
+    argv = ["vllm", "serve", "m", "--tool-call-parser", "nope", "--enable-auto-tool-choice", *extra]
+    stages = [f.stage for f in check_arguments(dispatching, argv, SHELL).findings if f.status == "blocked"]
+    assert stages == (["api_server"] if api_checked else [])
+    # a release whose cmd is not found keeps the API server's validation for every node
+    assert [f.stage for f in check_arguments(release, argv, SHELL).findings] == ["api_server"]
+    assert dispatching.serve_rules.headless_dispatch == "vllm/entrypoints/cli/serve.py:8"  # def cmd

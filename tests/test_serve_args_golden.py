@@ -58,6 +58,26 @@ def test_golden_files_cover_both_releases_and_all_stages() -> None:
         assert any(r[2] for r in rows)  # shell placeholders were expanded, as a shell would
 
 
+def test_golden_files_cover_every_synthesized_argv(snapshot) -> None:
+    """Every argv the replay synthesizes on the snapshot (each surface of the site, each node) was
+    run through vLLM at both releases: a new argv without a golden row means the proof is stale
+    (re-run tools/golden/make_serve_args.sh)."""
+    from compat.recipes import enumerate_repo, load_repo
+
+    omni: dict[tuple[str, ...], bool] = {}
+    for c in enumerate_repo(load_repo(snapshot)).combinations:
+        for _role, argv in c.argvs:
+            omni[tuple(argv)] = omni.get(tuple(argv), True) and c.omni
+    wanted = {a for a, o in omni.items() if not o}
+    assert wanted
+    for v in RELEASES:
+        have = {tuple(r[0]) for r in load_golden(v)["rows"] if not r[1]}
+        missing = sorted(wanted - have)
+        for a in missing[:20]:
+            print(f"{v}: no golden row: {' '.join(a)}")
+        assert not missing, f"{v}: {len(missing)} of {len(wanted)} synthesized argvs have no golden row"
+
+
 def _value_differences(golden: dict, namespace: dict, defaults: dict) -> dict:
     from compat.verdict.arguments import ShellValue
     from compat.verdict.serve_rules import ConfigObject

@@ -133,6 +133,7 @@ class ServeRules:
             functions[name] = (fn, file)
             self.entries.append((stage, name, file, fn.lineno))
         self._helpers(functions)
+        self.headless_dispatch = self._headless_dispatch()
         if not functions:
             return
         path_cls = type("Path", (VirtualPath,), {"files": frozenset(template_files or [])})
@@ -150,6 +151,27 @@ class ServeRules:
         except (SandboxError, SyntaxError) as exc:
             self.reason = f"cannot isolate the validation functions of vLLM {version}: {exc}"
             self.program = None
+
+    def _headless_dispatch(self) -> str:
+        """`file:line` of `ServeSubcommand.cmd` when it sends a headless node to `run_headless`
+        (which starts no API server, so `validate_api_server_args` never runs), else ''."""
+        mod = self.tree.parse(SERVE_CLI) if self.tree is not None else None
+        for cls in (mod.body if mod else []):
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            for fn in cls.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "cmd":
+                    calls = {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                    reads = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
+                    if "run_headless" in calls and {"headless", "api_server_count"} <= reads:
+                        return f"{SERVE_CLI}:{fn.lineno}"
+        return ""
+
+    @staticmethod
+    def _headless(args: argparse.Namespace) -> bool:
+        """cmd's dispatch: --headless sets api_server_count to 0, and a count below 1 is run_headless."""
+        count = getattr(args, "api_server_count", None)
+        return bool(getattr(args, "headless", False)) or (isinstance(count, int) and count < 1)
 
     def _find(self, name: str, via: str | None) -> tuple[str, ast.FunctionDef] | None:
         """Where `vllm serve` gets the function from (its home moves between releases)."""
@@ -224,6 +246,8 @@ class ServeRules:
                 out.append(RuleResult(stage, "unknown", message=self.missing.get(stage, self.reason)))
                 continue
             _stage, name, file, line = found[stage]
+            if stage == "api_server" and self.headless_dispatch and self._headless(args):
+                continue  # a headless node starts no API server
             try:
                 self.program.call(name, args)
             except SandboxError as exc:

@@ -15,10 +15,15 @@ before it loads anything:
    (a `FlexibleArgumentParser` with a `serve` subparser made by
    `ServeSubcommand.subparser_init`, i.e. `make_arg_parser`), `parse_args`;
 2. `validate`: `ServeSubcommand.validate` (`validate_parsed_serve_args`);
-3. `api_server`: the API server's `validate_api_server_args` (what `setup_server`
-   runs before binding its socket);
-4. `engine_args`: `AsyncEngineArgs.from_cli_args` (after `args.model = args.model_tag`,
-   as `ServeSubcommand.cmd` does).
+3. `serve_cmd`: `ServeSubcommand.cmd` itself, run for real up to the entry it dispatches
+   to (`run_server`, `run_multi_api_server`, `run_headless`, `run_dp_supervisor`, each
+   replaced by a stub that only records which one was reached): its own checks (a
+   `--headless` with API servers, several DP load-balancing modes) and `args.model =
+   args.model_tag`;
+4. `api_server`: the API server's `validate_api_server_args` (what `setup_server`
+   runs before binding its socket), only where `cmd` reaches an API server: a
+   `--headless` node (`run_headless`) starts none and never runs it;
+5. `engine_args`: `AsyncEngineArgs.from_cli_args`, which every entry runs.
 
 Shell variables the synthesizer leaves in an argv (`--master-addr $HEAD_IP`,
 `--data-parallel-rpc-port $PREFILL_DP_RPC_PORT`) are expanded first, as the
@@ -27,7 +32,7 @@ user's shell would: a name ending in `PORT` becomes `29550`, any other name
 
 The first stage that raises is recorded with its exception type and message
 (argparse errors: the `prog: error: ...` text it prints before exiting 2); a row
-that passes all four is `ok`. Plugin files (`--tool-parser-plugin`,
+that passes them all is `ok`. Plugin files (`--tool-parser-plugin`,
 `--reasoning-parser-plugin`) are not imported: they are user code outside vLLM.
 
 Output `<out>/serve-args-<vllm version>.json.gz` (compact JSON, gzipped without a timestamp:
@@ -66,7 +71,9 @@ os.environ["HF_HUB_OFFLINE"] = "0"
 os.environ.setdefault("HF_ENDPOINT", "http://127.0.0.1:9")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STAGES = ("parse", "validate", "api_server", "engine_args")
+STAGES = ("parse", "validate", "serve_cmd", "api_server", "engine_args")
+# What ServeSubcommand.cmd dispatches to; each is stubbed while cmd runs (entry_of).
+ENTRIES = ("run_server", "run_multi_api_server", "run_headless", "run_dp_supervisor")
 MESSAGE_LIMIT = 2000
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _SHELL_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -127,6 +134,39 @@ def api_server_validator():
     raise SystemExit("validate_api_server_args not found in this vLLM release")
 
 
+class _Reached(Exception):
+    """Raised by a stubbed entry: `cmd` got that far, and nothing was started."""
+
+
+def entry_of(serve_cmd, args) -> str:
+    """The entry `ServeSubcommand.cmd` dispatches these args to, running vLLM's own `cmd` with
+    the entries (module globals of its module) replaced by stubs. Its exceptions propagate."""
+    mod = sys.modules[type(serve_cmd).__module__]
+    if getattr(args, "grpc", False):
+        raise SystemExit("--grpc starts the gRPC server inside cmd; not supported by this harness")
+    reached: list[str] = []
+    saved = {name: getattr(mod, name) for name in ENTRIES if hasattr(mod, name)}
+
+    def stub(name: str):
+        def entry(*_a, **_k):
+            reached.append(name)
+            raise _Reached(name)
+        return entry
+
+    try:
+        for name in saved:
+            setattr(mod, name, stub(name))
+        serve_cmd.cmd(args)
+    except _Reached:
+        pass
+    finally:
+        for name, fn in saved.items():
+            setattr(mod, name, fn)
+    if not reached:
+        raise SystemExit(f"ServeSubcommand.cmd returned without reaching any of {ENTRIES}")
+    return reached[0]
+
+
 def serve_defaults(parser) -> dict:
     """Default of every dest of the serve subparser."""
     sub = parser._subparsers._group_actions[0].choices["serve"]
@@ -173,11 +213,12 @@ def run_one(argv: list[str], parser, serve_cmd, validate_api, cwd: str,
         values = changed_values(args, defaults)
         stage = "validate"
         serve_cmd.validate(args)
-        stage = "api_server"
-        validate_api(args)
+        stage = "serve_cmd"
+        entry = entry_of(serve_cmd, args)
+        if entry != "run_headless":
+            stage = "api_server"
+            validate_api(args)
         stage = "engine_args"
-        if getattr(args, "model_tag", None) is not None:
-            args.model = args.model_tag
         AsyncEngineArgs.from_cli_args(args)
     except Exception as exc:  # every failure is data here
         return stage, type(exc).__name__, clean(str(exc), cwd), values
