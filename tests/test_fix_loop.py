@@ -98,3 +98,38 @@ def test_works_from_is_what_bisect_finds(loop: dict[str, Path], snapshot: Path, 
     assert r.returncode == 0, r.stderr
     found = json.loads(r.stdout)["first_ok"]
     assert max((r["works_from"] for r in rows), key=release_key) == found
+
+
+def _site_tool():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "recipes_site" / "compare.py"
+    spec = importlib.util.spec_from_file_location("recipes_site_compare", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sites_own_synthesizer_emits_nothing_fixable_that_fails(loop: dict[str, Path], snapshot: Path,
+                                                                   compat_cache: Path) -> None:
+    """command-synthesis.js (the builder at default sizes) and build-recipes-api.mjs, run under
+    node on the applied copy: every command they emit is one the rebuild judged, with the same
+    argv, and none is blocked at its pin under a cause that has a fix (nor held as gated)."""
+    tool = _site_tool()
+    try:
+        tool.node_binary()
+        modules = tool.js_yaml_modules(compat_cache)
+    except tool.Unavailable as exc:
+        pytest.skip(f"the recipes site's JavaScript cannot run here: {exc}")
+    repo, ui_site, published = tool.site_commands(loop["applied"], modules)
+    report = tool.compare_db(repo, loop["after"], tool.JUDGED, ui_site, published)
+    print("\n" + "\n".join(report.tally.lines("applied copy: site commands vs the pinned rebuild")))
+    assert sum(report.tally.rows.values()) > 5000
+    assert report.tally.differences == [], "\n".join(report.tally.differences[:30])
+    assert report.fixable_blocked == [], "\n".join(report.fixable_blocked[:30])
+    # The same comparison on the snapshot as it was finds the commands the fixes remove.
+    repo, ui_site, published = tool.site_commands(snapshot, modules)
+    before = tool.compare_db(repo, loop["before"], tool.JUDGED, ui_site, published)
+    assert len(before.fixable_blocked) > 1000

@@ -841,3 +841,29 @@ def _no_blocked_cell_hidden_by_width(out: Path) -> None:
             assert rows and all("blocked" in summary for summary in rows)
         browser.close()
         assert errors == []
+
+
+def test_follower_node_repeats_are_said_once():
+    chain = json.dumps(["[blocked] --tool-call-parser x is not registered",
+                        "[blocked] worker 1: --tool-call-parser x is not registered",
+                        "[blocked] worker 1: --headless needs --nnodes",
+                        "[blocked] prefill: gate g",
+                        "[blocked] prefill worker 2: gate g",
+                        "[blocked] decode worker 1: gate g",
+                        "[unknown] worker 3: --tool-call-parser x is not registered"])
+    assert site_mod._chain(chain) == ["[blocked] --tool-call-parser x is not registered",
+                                      "[blocked] worker 1: --headless needs --nnodes",
+                                      "[blocked] prefill: gate g",
+                                      "[blocked] decode worker 1: gate g",  # decode's lead does not say it
+                                      "[unknown] worker 3: --tool-call-parser x is not registered"]
+
+
+def test_follower_commands_are_counted_not_shown():
+    argvs = [["", ["vllm", "serve", "m", "--node-rank", "0"]],
+             ["worker 1", ["vllm", "serve", "m", "--node-rank", "1", "--headless"]],
+             ["prefill", ["vllm", "serve", "m", "--port", "8001"]],
+             ["prefill worker 1", ["vllm", "serve", "m", "--port", "8001", "--headless"]]]
+    text = site_mod._command(json.dumps(argvs))
+    assert text.splitlines() == ["vllm serve m --node-rank 0", "# prefill", "vllm serve m --port 8001",
+                                 "# and 2 follower node command(s) (--node-rank > 0): in compat.db.gz"]
+    assert "--headless" not in text

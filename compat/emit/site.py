@@ -391,19 +391,53 @@ def recipe_line_link(recipe: str, line: int, recipes_url: str) -> Link:
 
 
 def _chain(raw: str) -> list[str]:
+    return list(_chain_steps(raw))
+
+
+@functools.lru_cache(maxsize=4096)
+def _chain_steps(raw: str) -> tuple[str, ...]:
+    """The steps of a stored reason chain, each follower-node repeat said once (cached: the
+    rows of one page share a few chains)."""
     try:
         steps = json.loads(raw or "[]")
     except json.JSONDecodeError:
-        return [raw]
+        return (raw,)
     if isinstance(steps, list):
-        return [str(s) for s in steps if str(s).strip()]
-    return [str(steps)] if steps else []
+        return tuple(_without_repeated_nodes([str(s) for s in steps if str(s).strip()]))
+    return (str(steps),) if steps else ()
+
+
+# A follower node's role, 'worker 2' or 'prefill worker 1' (compat.recipes.synthesis.role_name),
+# and a chain step about one: "[blocked] worker 2: ...".
+_FOLLOWER = r"(?:(\w+) )?worker \d+"
+_FOLLOWER_ROLE = re.compile(f"^{_FOLLOWER}$")
+_NODE_STEP = re.compile(rf"^(\[\w+\] )({_FOLLOWER}): (.*)$", re.S)
+
+
+def _without_repeated_nodes(steps: list[str]) -> list[str]:
+    """A follower node's step that its lead node (the head, or node 0 of its PD pool) already
+    shows, said once: the nodes of one deployment share their model checks, so a 4-node command
+    would otherwise list each finding four times (and differ from its 2-node twin only there).
+    A finding only a follower has (its own node flags) stays."""
+    shown = set(steps)
+    kept = []
+    for step in steps:
+        m = _NODE_STEP.match(step)
+        if m:
+            status, _role, pool, rest = m.groups()
+            lead = f"{status}{pool}: {rest}" if pool else f"{status}{rest}"
+            if lead in shown:
+                continue
+        kept.append(step)
+    return kept
 
 
 def _command(raw: str) -> str:
     """The shell command(s) of a row's argv: [[role, [arg, ...]], ...] or a flat [arg, ...].
 
-    A role ('prefill', 'decode', ...) becomes a comment line above its command.
+    A role ('prefill', 'decode', ...) becomes a comment line above its command. Follower nodes
+    ('worker N', 'prefill worker N') are counted, not shown: each is its lead's command at
+    another node rank, and a page lists thousands of them.
     """
     try:
         argvs = json.loads(raw)
@@ -414,12 +448,18 @@ def _command(raw: str) -> str:
     if all(isinstance(a, str) for a in argvs):
         return command_line(argvs)
     lines = []
+    followers = 0
     for item in argvs:
         role, argv = (item if isinstance(item, list) and len(item) == 2
                       and isinstance(item[1], list) else ("", item))
+        if _FOLLOWER_ROLE.match(str(role)):
+            followers += 1  # a follower node: its lead's command, at another rank
+            continue
         if role:
             lines.append(f"# {role}")
         lines.append(command_line([str(a) for a in argv]) if isinstance(argv, list) else str(argv))
+    if followers:
+        lines.append(f"# and {followers} follower node command(s) (--node-rank > 0): in compat.db.gz")
     return "\n".join(lines)
 
 
@@ -786,14 +826,15 @@ class _NoteBook:
         for r in rows:
             if r["status"] == "ok":
                 continue
-            key = (r["status"], r["message"], r["reason"], r["evidence"], r["chain"],
+            chain = _chain_steps(r["chain"])
+            key = (r["status"], r["message"], r["reason"], r["evidence"], chain,
                    r["works_from"], bool(r["gated"]), r["causes"], r["cause"])
             note = self.by_key.get(key)
             if note is None:
                 found = _causes_of(r, self.data.causes)
                 note = self.by_key[key] = Note(
                     n=len(self.by_key) + 1, status=r["status"], combos=[], applies=[],
-                    reason=r["reason"], chain=_chain(r["chain"]), message=r["message"],
+                    reason=r["reason"], chain=list(chain), message=r["message"],
                     evidence=evidence_links(r["evidence"], self.ref), works_from=r["works_from"],
                     gated=bool(r["gated"]), causes=found,
                     cause_links=[recipe_line_link(r["recipe"], c.line, self.recipes_url)

@@ -406,9 +406,14 @@ def compare_api(repo: Any, renders: Iterable[Any], published: Sequence[Published
 # --- a built database against the site --------------------------------------------------
 
 
+JUDGED = "judged"  # the `version` that reads each recipe's rows at the release it is judged at
+
+
 def _db_rows(
     db: Path, version: str | None
 ) -> tuple[dict[tuple[str, ...], list[dict[str, Any]]], str]:
+    """The database's verdict rows by selection. `version` None is the lowest judged release;
+    JUDGED is every recipe at the release it was judged at (a pinned build: each at its pin)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     cols = {r[1] for r in con.execute("PRAGMA table_info(verdict)")}
@@ -417,36 +422,63 @@ def _db_rows(
             0
         ]
     source = "v.source" if "source" in cols else "''"
+    fix_kind = "(SELECT c.fix_kind FROM cause c WHERE c.id = v.cause_id)" if "cause_id" in cols else "''"
+    where = "v.judged = 1" if version == JUDGED else "v.vllm_version = ?"
     sql = (
         "SELECT v.recipe, v.variant, v.strategy, v.feature, v.mode, v.platform, v.hardware, "
-        f"{source} AS source, COALESCE(NULLIF(v.argv, ''), c.argv) AS argv FROM verdict v "
-        "LEFT JOIN command c ON c.id = v.command_id WHERE v.vllm_version = ?"
+        f"{source} AS source, v.vllm_version, v.status, v.gated, {fix_kind} AS fix_kind, "
+        "COALESCE(NULLIF(v.argv, ''), c.argv) AS argv FROM verdict v "
+        f"LEFT JOIN command c ON c.id = v.command_id WHERE {where}"
     )
     rows: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for r in con.execute(sql, (version,)):
+    for r in con.execute(sql, () if version == JUDGED else (version,)):
         key = (r["recipe"], r["variant"], r["strategy"], r["feature"], r["mode"], r["platform"])
         argvs = tuple((role, tuple(argv)) for role, argv in json.loads(r["argv"] or "[]"))
         rows.setdefault(key, []).append(
-            {"hardware": r["hardware"], "source": r["source"], "argvs": argvs}
+            {"hardware": r["hardware"], "source": r["source"], "argvs": argvs,
+             "vllm_version": r["vllm_version"], "status": r["status"], "gated": bool(r["gated"]),
+             "fix_kind": r["fix_kind"] or ""}
         )
     con.close()
     return rows, version
 
 
-def _db_argvs(
+def _db_row(
     rows: dict[tuple[str, ...], list[dict[str, Any]]],
     key: tuple[str, ...],
     profile: str,
     source: str,
-) -> Argvs | None:
+) -> dict[str, Any] | None:
     candidates = [r for r in rows.get(key, ()) if not r["source"] or source in r["source"]]
     for r in candidates:
         if r["hardware"] == profile:
-            return r["argvs"]
+            return r
     for r in candidates:
         if r["hardware"] == "":
-            return r["argvs"]
+            return r
     return None
+
+
+@dataclass
+class DbReport:
+    """A database's verdicts on the commands the site emits."""
+
+    tally: Tally
+    version: str
+    # Site commands the database judges blocked under a cause that has a fix, or holds as
+    # gated (the site should not emit them): each a label and why.
+    fixable_blocked: list[str] = field(default_factory=list)
+
+
+def _judge(report: DbReport, label: str, row: dict[str, Any] | None) -> None:
+    if row is None:
+        return  # the tally says it was not judged
+    if row["gated"]:
+        report.fixable_blocked.append(f"{label}: emitted by the site, gated in the database")
+    elif row["status"] == "blocked" and row["fix_kind"] not in ("", "none"):
+        report.fixable_blocked.append(
+            f"{label}: blocked at {row['vllm_version']}, fix {row['fix_kind']} not applied"
+        )
 
 
 def compare_db(
@@ -455,16 +487,17 @@ def compare_db(
     version: str | None,
     ui_site: Sequence[tuple[Any, Argvs]],
     published: Sequence[Published],
-) -> tuple[Tally, str]:
+) -> DbReport:
     """What a database judges against what the site emits, per site command."""
     rows, version = _db_rows(db, version)
     base_to_recipe = published_keys(repo)
-    tally = Tally()
+    report = DbReport(Tally(), version)
     for r, argvs in ui_site:
         key = (r.recipe, r.variant, r.strategy, r.feature, r.mode, r.platform)
-        tally.add(
-            "ui", f"ui {' '.join(key)} {r.profile}", argvs, _db_argvs(rows, key, r.profile, "ui")
-        )
+        label = f"ui {' '.join(key)} {r.profile}"
+        row = _db_row(rows, key, r.profile, "ui")
+        report.tally.add("ui", label, argvs, row and row["argvs"])
+        _judge(report, label, row)
     seen: set[tuple[str, ...]] = set()
     for p in published:
         profile = repo.hardware.get(p.hardware)
@@ -474,14 +507,34 @@ def compare_db(
         if key + (p.hardware,) in seen:
             continue
         seen.add(key + (p.hardware,))
-        tally.add(
+        label = f"api {' '.join(key)} {p.hardware}"
+        row = _db_row(rows, key, p.hardware, "api")
+        report.tally.add(
             "api",
-            f"api {' '.join(key)} {p.hardware}",
+            label,
             p.argvs,
-            _db_argvs(rows, key, p.hardware, "api"),
+            row and row["argvs"],
             covers=True,  # an api,ui row also holds the builder's PD followers
         )
-    return tally, version
+        _judge(report, label, row)
+    return report
+
+
+def site_commands(
+    recipes: Path, modules: Path
+) -> tuple[Any, list[tuple[Any, Argvs]], list[Published]]:
+    """What the site emits for a recipes checkout: the builder's commands at default sizes
+    (the ungated selections, replayed by command-synthesis.js) and the JSON API's."""
+    from compat.recipes import load_repo
+    from compat.recipes.enumerate import iter_renders
+
+    repo = load_repo(recipes)
+    renders = [r for r in iter_renders(repo) if r.sizing is not None and r.source == "ui" and not r.gated]
+    replayed = replay(recipes, renders, modules)
+    with tempfile.TemporaryDirectory() as scratch:
+        published = publish_api(recipes, modules, Path(scratch))
+    ui_site = [(r, js) for r, js in zip(renders, replayed, strict=True) if isinstance(js, tuple)]
+    return repo, ui_site, published
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -489,7 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("recipes", type=Path)
     parser.add_argument("--db", type=Path, help="compare this database's commands instead")
     parser.add_argument(
-        "--vllm", help="release whose verdict rows to read (default: lowest judged)"
+        "--vllm",
+        help=f"release whose verdict rows to read (default: lowest judged; {JUDGED!r}: each "
+        "recipe at the release it was judged at, as a pinned build)",
     )
     parser.add_argument("--show", type=int, default=10, help="differences to print per report")
     args = parser.parse_args(argv)
@@ -521,11 +576,15 @@ def main(argv: list[str] | None = None) -> int:
         ui_site = [
             (r, js)
             for r, js in zip(renders, replayed, strict=True)
-            if r.source == "ui" and isinstance(js, tuple)
+            if r.source == "ui" and not r.gated and isinstance(js, tuple)
         ]
-        tally, version = compare_db(repo, args.db, args.vllm, ui_site, published)
-        reports = [tally.lines(f"{args.db} (vLLM {version} rows) vs the commands the site emits")]
-        diffs = [tally.differences]
+        report = compare_db(repo, args.db, args.vllm, ui_site, published)
+        reports = [
+            report.tally.lines(f"{args.db} (vLLM {report.version} rows) vs the commands the site emits"),
+            [f"  {len(report.fixable_blocked)} site commands judged blocked under a cause with a fix"
+             " (or gated in the database)"],
+        ]
+        diffs = [report.tally.differences, report.fixable_blocked]
     for lines, found in zip(reports, diffs, strict=True):
         print("\n".join(lines))
         for line in found[: args.show]:
