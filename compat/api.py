@@ -409,8 +409,8 @@ def _pin_in(pin: str, releases: list[str]) -> str | None:
 
 def lint(command: list[str], db_path: Path | None, versions: list[str], platform: str = "cuda",
          hf_config_dir: Path | None = None, allow_hub: bool = False, search: bool = True,
-         progress: Progress | None = None, srcs: list[str] | None = None) -> Any:
+         progress: Progress | None = None, srcs: list[str] | None = None, facts_lock: Path | None = None) -> Any:
     """`compat lint`: one serve command judged at the database's releases (compat.lint)."""
     from compat.lint import lint as run
 
-    return run(command, db_path, versions, platform, hf_config_dir, allow_hub, search, progress, srcs)
+    return run(command, db_path, versions, platform, hf_config_dir, allow_hub, search, progress, srcs, facts_lock)

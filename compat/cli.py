@@ -376,6 +376,7 @@ def lint_cmd(
     platform: Annotated[str, typer.Option("--platform", metavar="PLATFORM", help="cuda or rocm.")] = "cuda",
     hf_config_dir: HfDirOpt = None,
     allow_hub: AllowHubOpt = False,
+    facts_lock: Annotated[Path | None, typer.Option("--facts-lock", metavar="FILE", help="Model facts lock (compat models lock): read first, offline.")] = None,
     no_search: Annotated[bool, typer.Option("--no-search", metavar="", help="Do not bisect the index for the first working release.")] = False,
     format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
 ) -> None:
@@ -388,7 +389,7 @@ def lint_cmd(
     if format not in ("text", "json"):
         raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     r = api.lint(command or [], db, vllm or [], platform, hf_config_dir, allow_hub, not no_search,
-                 progress=_progress, srcs=vllm_src or [])
+                 progress=_progress, srcs=vllm_src or [], facts_lock=facts_lock)
     from compat import lint as lintm
 
     sys.stdout.write(lintm.as_json(r) + "\n" if format == "json" else lintm.render(r))

@@ -184,11 +184,25 @@ def expand_config(argv: list[str], data: Any) -> list[str]:
         return argv
 
 
+def _models(facts: _Facts, targets: list[str], trees: list[Any], hf_config_dir: Path | None, allow_hub: bool,
+            lock: Any) -> Any:
+    """The model resolver of `compat build`, with the same sources in the same order: the lock,
+    local configs, the Hub, curated entries, the releases' test registries and docs (the newest on
+    the index too) and the transformers wheel. Judging local trees only stays offline, as a build."""
+    from compat.api import _newest_tree, _transformers_checkpoints
+    from compat.hf import ModelResolver
+
+    online = any(v not in facts.local and facts.origin.get(v, "pypi") == "pypi" for v in targets)
+    extra = _newest_tree({t.version: t for t in trees}, facts.say) if online else []
+    return ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees + extra, lock=lock,
+                         checkpoints=_transformers_checkpoints(facts.say) if online else None)
+
+
 def lint(command: list[str], db_path: Path | None, versions: list[str] | None = None, platform: str = "cuda",
          hf_config_dir: Path | None = None, allow_hub: bool = False, search: bool = True,
-         progress: Progress | None = None, srcs: list[str] | None = None) -> LintResult:
+         progress: Progress | None = None, srcs: list[str] | None = None,
+         facts_lock: Path | None = None) -> LintResult:
     """Judge one `vllm serve` command at every release of the database (or `versions`)."""
-    from compat.hf import ModelResolver
     from compat.verdict.releases import ReleasePool
     from compat.vocab import release_key
 
@@ -198,6 +212,9 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
         argv = expand_config(argv, loader(""))
     if platform not in ("cuda", "rocm"):
         raise UserError(f"unknown platform {platform!r} (cuda, rocm)", where="--platform")
+    from compat.hf.lock import read_lock
+
+    lock = read_lock(facts_lock) if facts_lock is not None else None  # bad input before any work
     if db_path is not None and not Path(db_path).is_file():
         if not versions and not srcs:
             raise UserError("no such database (run `compat build` or `compat scan` first, or give --vllm)",
@@ -210,7 +227,7 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
             raise UserError("the database holds no scanned release (run `compat scan --vllm V`)", where=str(db_path))
         knowledge = {v: facts.knowledge(v) for v in targets}
         trees = [t for t in (facts.tree(v) for v in targets) if t is not None]
-        models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees)
+        models = _models(facts, targets, trees, hf_config_dir, allow_hub, lock)
         shell = facts.shell()
         judges = {v: Judge(k, models, shell=shell) for v, k in knowledge.items()}
         pool = ReleasePool(judges, models, index=_index() if search else None, progress=progress, shell=shell)
@@ -297,6 +314,8 @@ def render(r: LintResult) -> str:
         tag = "" if rv.judged else " (visited by the search)"
         if not rv.findings or rv.status == "ok":
             lines.append(f"{rv.version}{tag}: ok")
+            # a note decides nothing, but says what an ok did not check (values, at an unverified rewrite)
+            lines += [f"{rv.version}{tag}: note: {f.step}" for f in rv.findings if f.status == "note"]
             continue
         for f in rv.findings:
             msg = " / ".join(line.strip() for line in f.message.strip().splitlines()

@@ -563,3 +563,24 @@ def test_api_server_validation_only_where_cmd_starts_one(dispatching, release, e
     # a release whose cmd is not found keeps the API server's validation for every node
     assert [f.stage for f in check_arguments(release, argv, SHELL).findings] == ["api_server"]
     assert dispatching.serve_rules.headless_dispatch == "vllm/entrypoints/cli/serve.py:8"  # def cmd
+
+
+def test_unverified_rewrite_makes_what_the_replay_rejects_unknown() -> None:
+    """Not verified: flag names decide as before, a rejected value is unknown, never ok."""
+    from compat.hf import ModelResolver
+    from compat.recipes import Combination
+    from compat.verdict.engine import Judge
+    from compat.verdict.knowledge import Knowledge
+
+    k = Knowledge(version=VERSION, tree=None, values=VALUES)
+    k.release_facts["argv_rewrite"] = {"sha": "0" * 16, "file": "f.py", "line": 1}
+    judge = Judge(k, ModelResolver(trees=[]))
+    found = judge.unverified_arguments(["vllm", "serve", "m", "-tp", "x", "--nope"])
+    assert [(f.status, f.stage) for f in found] == [("unknown", "argument")]  # --nope: left to the name checks
+    assert "not verified for vLLM 9.9.9's argv rewrite" in found[0].step
+    combo = Combination(recipe="", model_id="m", variant="", strategy="", feature="", mode="", hardware="",
+                        platform="cuda", argvs=(("", ("vllm", "serve", "m", "-tp", "x")),), vllm_pin="",
+                        docker_pin=None, gated=False, omni=False, problems=())
+    out = judge.judge(combo)
+    assert out.status != "ok" and any("invalid int value: 'x'" in f.message for f in out.findings)
+    assert not any(f.status == "blocked" and f.stage == "argument" for f in out.findings)

@@ -165,3 +165,20 @@ def test_database_releases_are_judged(mini_release, tmp_path, isolated_cache) ->
     r = run("lint", "--db", str(db), "--no-search", "--", "vllm", "serve", "m", "--bogus", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert "0.0.1: blocked: flag --bogus does not exist in vLLM 0.0.1" in r.stdout
+
+
+def test_facts_lock_answers_the_model_first(mini_release, tmp_path, isolated_cache) -> None:
+    """lint resolves model ids through the build's chain, a facts lock first (offline)."""
+    r = lint(mini_release, "vllm", "serve", "acme/fancy", extra=("--format", "json"), cwd=tmp_path)
+    assert "model config of acme/fancy unresolved" in r.stdout
+    lock = tmp_path / "model-facts.lock.json"
+    lock.write_text(json.dumps({"lock_version": 1, "models": {"acme/fancy": {
+        "status": "resolved", "source": "local", "revision": None, "date": "2026-01-01",
+        "facts": {"architectures": ["FancyForCausalLM"], "model_type": "fancy"}}}}))
+    r = lint(mini_release, "vllm", "serve", "acme/fancy", extra=("--format", "json", "--facts-lock", str(lock)),
+             cwd=tmp_path)
+    assert "unresolved" not in r.stdout, r.stdout
+    assert json.loads(r.stdout)["releases"][0]["status"] == "ok", r.stdout
+    lock.write_text("{")
+    r = lint(mini_release, "vllm", "serve", "acme/fancy", extra=("--facts-lock", str(lock)), cwd=tmp_path)
+    assert r.returncode == 2 and str(lock) in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -120,7 +120,9 @@ def entry_of(facts: ModelFacts, keys: frozenset[str] | set[str], date: str) -> d
 
 def facts_of(model_id: str, entry: dict[str, Any], label: str) -> ModelFacts:
     f = entry["facts"]
-    where = f"{label}: {entry['source']} {entry['provenance']}" if entry.get("source") else label
+    # provenance is optional in the schema: a hand-written entry may leave it out
+    where = " ".join(x for x in (entry.get("source"), entry.get("provenance")) if x)
+    where = f"{label}: {where}" if entry.get("source") else label
     return ModelFacts(
         model_id=model_id, status=entry["status"], reason=entry.get("reason"),
         architectures=tuple(f.get("architectures") or ()), model_type=f.get("model_type"),

@@ -178,7 +178,10 @@ class Judge:
                 if self.k.values and not argv_rewrite_verified(self.k):
                     out.add(Finding(NOTE, f"{prefix}vLLM {k.version}'s argv rewrite "
                                     f"(FlexibleArgumentParser.parse_args) is not one the argument replay is "
-                                    "verified against; flag names are checked, values are not"))
+                                    "verified against; flag names are checked, and what the replay rejects "
+                                    "is unknown"))
+                    for f in self.unverified_arguments(argv):
+                        out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else ""))
                 for f in self._flags(args, prefix):
                     out.add(f)
             else:
@@ -215,6 +218,24 @@ class Judge:
                 status = "unknown"  # the flag list of this release is incomplete
             out.append(Finding(status, af.step, af.message, [e for e in af.evidence if e], "argument",
                                "arg:" + "|".join(af.key)))
+        self._arg_cache[key] = out
+        return out
+
+    def unverified_arguments(self, argv: tuple[str, ...] | list[str]) -> list[Finding]:
+        """The replay at a release whose argv rewrite is not verified: what it rejects is
+        `unknown` (never ok by default, never blocked on an unproven replay); flag names are
+        left to the name checks."""
+        key = ("unverified", *argv)
+        if key in self._arg_cache:
+            return self._arg_cache[key]
+        out = []
+        for af in check_arguments(self.k, list(argv), self.shell).findings:
+            if af.key[:1] == ("unrecognized",):
+                continue  # _flags says which names the release lacks
+            step = af.step if af.status != "blocked" else (
+                f"{af.step} (by the argument replay, not verified for vLLM {self.k.version}'s argv rewrite)")
+            out.append(Finding("unknown" if af.status == "blocked" else af.status, step, af.message,
+                               [e for e in af.evidence if e], "argument", "arg:" + "|".join(af.key)))
         self._arg_cache[key] = out
         return out
 
