@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from compat import db as dbm
+from compat.hf.release_sources import newest_tree as _newest_tree
+from compat.hf.release_sources import transformers_checkpoints as _transformers_checkpoints
 from compat.scan import release_facts, write_facts
 from compat.sources import open_trees
 
@@ -359,42 +361,6 @@ def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> li
     if versions or not srcs:
         trees.update({t.version: t for t in _newest_tree(trees, say)})
     return list(trees.values())
-
-
-def _transformers_checkpoints(say: Progress) -> Any:
-    """The newest transformers wheel's documented checkpoints (cached); None, said, when
-    neither the package index nor the cache has it."""
-    import zipfile
-
-    from compat.errors import UserError
-    from compat.hf.transformers_docs import load_checkpoints
-
-    try:
-        return load_checkpoints()
-    except (UserError, OSError, ValueError, zipfile.BadZipFile) as exc:
-        say(f"model facts: transformers wheel not available ({getattr(exc, 'message', exc)})")
-        return None
-
-
-def _newest_tree(trees: dict[str, Any], say: Progress) -> list[Any]:
-    """The newest release on the index, for model facts only (its docs and test registry).
-
-    Facts about a model id do not depend on the release judged, so the resolver reads
-    every source available; the newest release knows the newest models. Downloaded and
-    extracted (cached), never scanned. Offline with nothing cached: skipped, said.
-    """
-    from compat.errors import UserError
-    from compat.sources import tree_from_index
-    from compat.sources.pypi import versions_on_index
-
-    try:
-        newest = versions_on_index()[-1]
-        if newest in trees:
-            return []
-        return [tree_from_index(newest)]
-    except (UserError, IndexError) as exc:
-        say(f"model facts: newest release not available ({getattr(exc, 'message', exc)})")
-        return []
 
 
 def _pin_in(pin: str, releases: list[str]) -> str | None:

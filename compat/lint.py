@@ -189,13 +189,13 @@ def _models(facts: _Facts, targets: list[str], trees: list[Any], hf_config_dir: 
     """The model resolver of `compat build`, with the same sources in the same order: the lock,
     local configs, the Hub, curated entries, the releases' test registries and docs (the newest on
     the index too) and the transformers wheel. Judging local trees only stays offline, as a build."""
-    from compat.api import _newest_tree, _transformers_checkpoints
     from compat.hf import ModelResolver
+    from compat.hf.release_sources import newest_tree, transformers_checkpoints
 
     online = any(v not in facts.local and facts.origin.get(v, "pypi") == "pypi" for v in targets)
-    extra = _newest_tree({t.version: t for t in trees}, facts.say) if online else []
+    extra = newest_tree({t.version: t for t in trees}, facts.say) if online else []
     return ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees + extra, lock=lock,
-                         checkpoints=_transformers_checkpoints(facts.say) if online else None)
+                         checkpoints=transformers_checkpoints(facts.say) if online else None)
 
 
 def lint(command: list[str], db_path: Path | None, versions: list[str] | None = None, platform: str = "cuda",
