@@ -75,8 +75,10 @@ def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
 
 def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
           hf_config_dir: Path | None = None, allow_hub: bool = False,
-          progress: Progress | None = None) -> dict[str, Any]:
-    """Scan + load recipes + resolve models + decide every combination; one atomic write."""
+          progress: Progress | None = None, facts_lock: Path | None = None) -> dict[str, Any]:
+    """Scan + load recipes + resolve models + decide every combination; one atomic write.
+
+    With `facts_lock`, the lock answers first for every id it holds (offline)."""
     import time
 
     from compat import db as dbm
@@ -90,9 +92,12 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat.verdict.knowledge import load_knowledge
     from compat.verdict.releases import ReleasePool
 
+    from compat.hf.lock import read_lock
+
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     dbm.ensure_writable(db_path)
+    lock = read_lock(facts_lock) if facts_lock is not None else None
     repo = load_repo(recipes)
     enum = enumerate_repo(repo)
     combos = enum.combinations
@@ -129,9 +134,12 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
         facts_all[v] = facts
     releases = sorted(facts_all, key=release_key)
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
-    extra = _newest_tree(trees, say) if (versions or not explicit) else []
+    online = bool(versions or not explicit)
+    extra = _newest_tree(trees, say) if online else []
     models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
-                           trees=list(trees.values()) + extra)
+                           trees=list(trees.values()) + extra, lock=lock,
+                           checkpoints=_transformers_checkpoints(say) if online else None)
+    models.prefetch(recipe_model_ids(combos))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
@@ -228,7 +236,7 @@ def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], e
     """The fix stage: a planned (and re-judged) fix, or the reason there is none, per cause."""
     from compat.fix.context import Context
     from compat.fix.edits import dumps
-    from compat.fix.locate import cause_path, line_of
+    from compat.fix.locate import cause_path, key_lines, line_of
     from compat.fix.plan import build_cases, plan_all
 
     def resolve(pin: str) -> str | None:
@@ -236,11 +244,12 @@ def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], e
 
     cases = build_cases(repo, judged, book.rows, pinned=not explicit)
     planned = plan_all(cases, Context(repo, pool, resolve), say)
-    texts: dict[str, str] = {}
+    lines: dict[str, dict[tuple[str, ...], int]] = {}
     for row in book.rows:
-        text = texts.setdefault(row["recipe"], (repo.root / row["recipe"]).read_text(encoding="utf-8"))
+        if row["recipe"] not in lines:
+            lines[row["recipe"]] = key_lines((repo.root / row["recipe"]).read_text(encoding="utf-8"))
         path = cause_path(row)
-        row.update(field=".".join(path), line=line_of(text, path))
+        row.update(field=".".join(path), line=line_of(lines[row["recipe"]], path))
         p = planned.get(row["id"])
         if p is not None:
             row.update(fix_kind=p.kind, fix=p.summary, fix_why=p.why, fix_edits=dumps(p.edits),
@@ -275,8 +284,108 @@ def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
                     "architectures": json.dumps(list(f.architectures)), "model_type": f.model_type,
                     "num_nextn_predict_layers": f.num_nextn_predict_layers,
                     "num_experts": f.num_experts, "source": f.source or "",
-                    "provenance": f.provenance or "", "inferred": int(bool(f.inferred))})
+                    "provenance": f.provenance or "", "revision": f.revision or "",
+                    "inferred": int(bool(f.inferred))})
     return out
+
+
+def recipe_model_ids(combos: list[Any]) -> list[str]:
+    """Every model id the combinations use: served models (omni recipes aside) and the draft
+    checkpoints their --speculative-config names, in first-seen order."""
+    from compat.recipes import parse_serve_args
+
+    ids: dict[str, str] = {}
+    argvs: set[tuple[str, ...]] = set()
+    for c in combos:
+        if c.omni:
+            continue
+        ids.setdefault(c.model_id.casefold(), c.model_id)
+        argvs.update(tuple(a) for _role, a in c.argvs)
+    for argv in sorted(argvs):
+        spec = parse_serve_args(list(argv)).speculative_config
+        model = spec.get("model") if isinstance(spec, dict) else None
+        if isinstance(model, str) and "/" in model and not model.startswith(("/", ".")):
+            ids.setdefault(model.casefold(), model)
+    return list(ids.values())
+
+
+def lock_models(recipes: Path, output: Path, versions: list[str], srcs: list[str],
+                hf_config_dir: Path | None = None, allow_hub: bool = True,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """Resolve every model id the recipes use afresh (Hub, HF cache, offline sources) and write
+    the facts lock atomically; entries unchanged since the previous lock keep their date."""
+    from collections import Counter
+
+    from compat.hf import ModelResolver
+    from compat.hf.lock import READ_KEYS, build_lock, read_lock, sandbox_keys, write_lock
+    from compat.recipes import enumerate_repo, load_repo
+
+    say = progress or (lambda _m: None)
+    combos = enumerate_repo(load_repo(recipes)).combinations
+    ids = recipe_model_ids(combos)
+    trees = _model_fact_trees(versions, srcs, say)
+    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees,
+                           checkpoints=_transformers_checkpoints(say) if (versions or not srcs) else None)
+    models.prefetch(ids)
+    facts = [models.resolve(mid) for mid in ids]
+    previous = read_lock(output) if output.is_file() else None
+    sources = {"vllm": sorted(t.version for t in trees),
+               "transformers": models.transformers_version}
+    doc = build_lock(facts, set(READ_KEYS) | sandbox_keys(trees), sources, previous)
+    write_lock(doc, output)
+    return {"ids": len(ids), "output": str(output),
+            "by_status": dict(Counter(f.status for f in facts)),
+            "by_source": dict(Counter(f.source or "unknown" for f in facts)),
+            "revisions": sum(1 for f in facts if f.revision)}
+
+
+def outdated_models(lock_path: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """For every locked id whose config came from the Hub or an HF cache (it has a revision):
+    the commit of main upstream now, and whether it moved."""
+    from compat.hf.hub import HubClient
+    from compat.hf.lock import read_lock
+
+    lock = read_lock(lock_path)
+    # A quantized or curated copy carries its base's config and revision: ask about the base.
+    pinned = {mid: (e.get("base_model_id") or mid, e["revision"])
+              for mid, e in lock.models.items() if e.get("revision")}
+    hub = HubClient()
+    now = hub.fetch_many(sorted({repo for repo, _ in pinned.values()}), fetch=hub.upstream_revision)
+    rows = []
+    for mid, (repo, locked) in pinned.items():
+        sha, why = now[repo]
+        state = "error" if sha is None else ("unchanged" if sha == locked else "changed")
+        rows.append({"model_id": mid, "repo": repo, "locked": locked, "upstream": sha, "state": state,
+                     "reason": why or ""})
+    return rows
+
+
+def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> list[Any]:
+    """The releases whose tests and docs inform model facts: those named, plus the newest."""
+    from compat.sources import tree_from_index, tree_from_path
+
+    trees = {v: tree_from_index(v) for v in versions}
+    for s in srcs:
+        t = tree_from_path(s)
+        trees[t.version] = t
+    if versions or not srcs:
+        trees.update({t.version: t for t in _newest_tree(trees, say)})
+    return list(trees.values())
+
+
+def _transformers_checkpoints(say: Progress) -> Any:
+    """The newest transformers wheel's documented checkpoints (cached); None, said, when
+    neither the package index nor the cache has it."""
+    import zipfile
+
+    from compat.errors import UserError
+    from compat.hf.transformers_docs import load_checkpoints
+
+    try:
+        return load_checkpoints()
+    except (UserError, OSError, ValueError, zipfile.BadZipFile) as exc:
+        say(f"model facts: transformers wheel not available ({getattr(exc, 'message', exc)})")
+        return None
 
 
 def _newest_tree(trees: dict[str, Any], say: Progress) -> list[Any]:

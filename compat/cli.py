@@ -36,6 +36,21 @@ VllmOpt = Annotated[list[str] | None, typer.Option("--vllm", metavar="VERSION", 
 SrcOpt = Annotated[list[str] | None, typer.Option("--vllm-src", metavar="PATH[=LABEL]", help="Local vLLM tree, PATH or PATH=LABEL (repeatable).")]
 
 
+HfDirOpt = Annotated[Path | None, typer.Option("--hf-config-dir", metavar="DIR", help="An HF cache (e.g. ~/.cache/huggingface/hub) or a folder of <org>/<name>/config.json files.")]
+AllowHubOpt = Annotated[bool, typer.Option("--allow-hub", metavar="", help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).")]
+
+models_app = typer.Typer(add_completion=False, rich_markup_mode=None, invoke_without_command=True,
+                         help="Model facts: lock them for reproducible builds, see which changed upstream.")
+app.add_typer(models_app, name="models")
+
+
+@models_app.callback()
+def _models(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:
+        names = ", ".join(c.name or "" for c in models_app.registered_commands)
+        raise UserError(f"missing command ({names}); see compat models --help", where="compat models")
+
+
 def _progress(msg: str) -> None:
     err.print(f"[dim]{msg}[/dim]")
 
@@ -104,8 +119,9 @@ def build(
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
     db: DbOpt = Path("compat.db"),
-    hf_config_dir: Annotated[Path | None, typer.Option("--hf-config-dir", metavar="DIR", help="Local config.json files (HF cache layout or <org>/<name>/).")] = None,
-    allow_hub: Annotated[bool, typer.Option("--allow-hub", metavar="", help="Fetch config.json from the HF Hub for unresolved ids.")] = False,
+    hf_config_dir: HfDirOpt = None,
+    allow_hub: AllowHubOpt = False,
+    facts_lock: Annotated[Path | None, typer.Option("--facts-lock", metavar="FILE", help="Model facts lock (compat models lock): read first, offline.")] = None,
 ) -> None:
     """Scan, load recipes, resolve models and decide every combination.
 
@@ -116,7 +132,8 @@ def build(
     """
     from compat import api
 
-    s = api.build(recipes, vllm or [], vllm_src or [], db, hf_config_dir, allow_hub, progress=_progress)
+    s = api.build(recipes, vllm or [], vllm_src or [], db, hf_config_dir, allow_hub, progress=_progress,
+                  facts_lock=facts_lock)
     cov = s["coverage"]
     out.print(f"{s['combinations']} combinations, {s['verdicts']} verdict rows, releases: "
               f"{', '.join(s['releases']) or '-'} ({s['seconds']}s)")
@@ -300,6 +317,56 @@ def bisect_cmd(
     sys.stdout.write(bis.as_json(r) + "\n" if format == "json" else bis.render(r))
 
 
+@models_app.command("lock")
+def models_lock(
+    recipes: Annotated[Path, typer.Option("--recipes", metavar="DIR", help="Checkout of vllm-project/recipes.")],
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="FILE", help="Lock file to write.")] = Path("model-facts.lock.json"),
+    vllm: VllmOpt = None,
+    vllm_src: SrcOpt = None,
+    hf_config_dir: HfDirOpt = None,
+    no_hub: Annotated[bool, typer.Option("--no-hub", metavar="", help="Offline sources and --hf-config-dir only.")] = False,
+) -> None:
+    """Resolve every model id the recipes use and pin the facts the verdicts read.
+
+    Example: compat models lock --recipes ../recipes -o model-facts.lock.json
+    """
+    from compat import api
+
+    s = api.lock_models(recipes, output, vllm or [], vllm_src or [], hf_config_dir, not no_hub,
+                        progress=_progress)
+    out.print(f"{s['ids']} model ids -> {s['output']}: "
+              f"{', '.join(f'{k} {v}' for k, v in sorted(s['by_status'].items()))}; "
+              f"from {', '.join(f'{k} {v}' for k, v in sorted(s['by_source'].items()))}; "
+              f"{s['revisions']} with a Hub revision", markup=False)
+
+
+@models_app.command("outdated")
+def models_outdated(
+    lock: Annotated[Path, typer.Option("--lock", metavar="FILE", help="Lock file to compare.")] = Path("model-facts.lock.json"),
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+) -> None:
+    """Which locked ids changed upstream (their main branch moved); exit 1 when any did.
+
+    Example: compat models outdated --lock model-facts.lock.json
+    """
+    from compat import api
+
+    if format not in ("text", "json"):
+        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
+    rows = api.outdated_models(lock, progress=_progress)
+    if format == "json":
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+    else:
+        for r in rows:
+            if r["state"] != "unchanged":
+                detail = f"{r['locked'][:12]} -> {r['upstream'][:12]}" if r["upstream"] else r["reason"]
+                sys.stdout.write(f"{r['state']:9} {r['model_id']}: {detail}\n")
+        counts = {st: sum(r["state"] == st for r in rows) for st in ("changed", "unchanged", "error")}
+        sys.stdout.write(", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
+    if any(r["state"] == "changed" for r in rows):
+        raise typer.Exit(1)
+
+
 def _terminate(signum: int, _frame: object) -> None:
     # SIGTERM (timeouts, `kill`) unwinds like an interrupt, so `db.writing` removes its
     # private copy instead of leaving a .tmp file next to the database; exit 128+15.
@@ -322,7 +389,8 @@ def main() -> None:
             previous = None
     try:
         if len(sys.argv) < 2:
-            commands = ", ".join(c.name or c.callback.__name__ for c in app.registered_commands)
+            commands = ", ".join([c.name or c.callback.__name__ for c in app.registered_commands]
+                                 + [g.name for g in app.registered_groups if g.name])
             raise UserError(f"missing command ({commands}); see compat --help", where="compat")
         rc = app(standalone_mode=False)
         if rc == 130:  # typer turns KeyboardInterrupt into Exit(130) before it reaches the handler below

@@ -203,6 +203,7 @@ class ModelFact(SQLModel, table=True):
     num_experts: int | None = None
     source: str = ""
     provenance: str = ""
+    revision: str = ""  # commit sha of the config.json read (HF Hub or cache)
     inferred: int = 0
 
 
@@ -233,6 +234,7 @@ class Verdict(SQLModel, table=True):
     cause: str = ""  # its label
     cause_id: int | None = None  # -> cause.id
     profiles: str = ""  # comma-separated hardware profiles this row stands for (hardware '' = several)
+    source: str = "ui"  # surfaces of the recipes site emitting the argv: api, ui or api,ui
 
 
 class CauseRow(SQLModel, table=True):
@@ -283,8 +285,31 @@ def engine_for(path: Path) -> Engine:
     return create_engine(f"sqlite:///{path}")
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """Columns added since a database was written (appended, as the contract allows).
+
+    `create_all` leaves existing tables alone, so a rebuild over an older
+    database would fail on the first insert naming a new column.
+    """
+    with engine.begin() as conn:
+        for model in TABLES:
+            table = model.__table__  # type: ignore[attr-defined]
+            have = {r[1] for r in conn.exec_driver_sql(f'PRAGMA table_info("{table.name}")')}
+            for column in table.columns:
+                if column.name in have:
+                    continue
+                default = column.default.arg if column.default is not None else None
+                literal = "NULL" if default is None or callable(default) else (
+                    str(int(default)) if isinstance(default, (bool, int)) else
+                    "'" + str(default).replace("'", "''") + "'")
+                kind = column.type.compile(dialect=engine.dialect)
+                conn.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" '
+                                     f"{kind} DEFAULT {literal}")
+
+
 def init_schema(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+    _add_missing_columns(engine)
     raw = engine.raw_connection()
     try:
         raw.executescript(f"PRAGMA application_id = {APPLICATION_ID};\n" + dbfile.views_sql())  # type: ignore[attr-defined]

@@ -103,7 +103,7 @@ def _setdiff(a: set[str], b: set[str]) -> dict[str, list[str]]:
 
 
 def _verdict_changes(conn: Any, a: str, b: str) -> dict[str, Any]:
-    key = "platform, hardware, recipe, variant, strategy, feature, mode"
+    key = "platform, hardware, recipe, variant, strategy, feature, mode, source"
     rows = _rows(conn, f"""
         select x.recipe, x.strategy, x.feature, x.mode, x.status as before, y.status as after,
                y.reason as reason, count(*) as n

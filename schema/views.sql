@@ -34,7 +34,7 @@ DROP VIEW IF EXISTS v_verdict;
 CREATE VIEW v_verdict AS
 SELECT v.vllm_version, v.platform, v.hardware, v.recipe, v.model_id, v.variant, v.strategy,
        v.feature, v.mode, v.status, v.message, v.reason, v.evidence,
-       v.cause_kind, v.cause, v.works_from, c.fix_kind, c.fix
+       v.cause_kind, v.cause, v.works_from, c.fix_kind, c.fix, v.source
 FROM verdict v LEFT JOIN cause c ON c.id = v.cause_id;
 
 -- One row per (recipe, cause): what fails, the fix, and the combinations it blocks
@@ -58,6 +58,7 @@ GROUP BY c.id;
 DROP VIEW IF EXISTS v_finding;
 CREATE VIEW v_finding AS
 SELECT vllm_version, platform, hardware, recipe, model_id, variant, strategy,
-       feature, mode, status, message, reason, evidence, gated, pinned, works_from, judged
+       feature, mode, status, message, reason, evidence, gated, pinned, works_from, judged,
+       source
 FROM verdict
 WHERE status <> 'ok';

@@ -86,3 +86,35 @@ def test_a_verdict_decided_without_the_config_never_marks_that_step_ok() -> None
     assert o.status == "blocked"
     unresolved = [s for s in o.chain if "model config of acme/two-archs unresolved" in s]
     assert unresolved and all(s.startswith("[note] ") for s in unresolved), o.chain
+
+
+class _FailingOverride:
+    """hf_config_override as the sandbox would report vLLM raising on the config it was given."""
+
+    available = True
+
+    def run(self, config: dict) -> object:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(status="error", detail="ValueError: The checkpoint does not contain MTP weights.",
+                               model_type=None, architectures=(), line=0)
+
+
+@pytest.mark.parametrize("nextn,status", [(None, "unknown"), (0, "blocked")])
+def test_mtp_error_on_a_config_rebuilt_without_its_mtp_layers_is_unknown(nextn: int | None, status: str) -> None:
+    """Facts without a config.json and without the MTP layer count cannot tell vLLM's error about
+    a missing field from one about a missing model part; a known count of 0 can."""
+    from dataclasses import replace
+
+    from tests.engine_kit import Models
+
+    class WithNextn(Models):
+        def resolve(self, model_id: str):
+            return replace(super().resolve(model_id), num_nextn_predict_layers=nextn)
+
+    k = release("0.1.0", methods=("mtp", "ngram"))
+    k._runner = _FailingOverride()
+    k.mtp_types = {"mtp"}
+    o = Judge(k, WithNextn(MODELS.known)).judge(combo("acme/moe-pp", "--speculative-config",
+                                                       json.dumps({"method": "mtp", "num_speculative_tokens": 1})))
+    assert o.status == status, o.chain

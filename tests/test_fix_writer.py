@@ -134,3 +134,12 @@ def test_a_split_item_applied_twice_is_a_no_op() -> None:
     once = apply(data, [split])
     assert once["model"]["base_args"] == ["--max-model-len", "auto", "--x"]
     assert apply(once, [split]) == once
+
+
+def test_cause_lines_point_at_the_deepest_key_present() -> None:
+    from compat.fix.locate import key_lines, line_of
+
+    lines = key_lines(A)
+    assert line_of(lines, ("model", "min_vllm_version")) == 4
+    assert line_of(lines, ("features", "spec_decoding", "modes", "mtp")) == 6  # no modes: the feature's line
+    assert line_of(lines, ("nothing",)) == 1

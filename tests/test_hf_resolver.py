@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import shutil
-import urllib.error
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from compat.hf import ModelFacts, ModelResolver
 from compat.hf.curated import load_curated
 from compat.hf.model_types import VllmConfigTypes, config_registry
 from compat.sources.tree import VllmTree
+from tests.fake_hub import FakeHub
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "hf"
 NEW = VllmTree(FIX / "tree_new", "9.1.0", "src")
@@ -116,59 +114,48 @@ def test_docs_when_nothing_else():
     assert f.provenance == "vllm-9.1.0/docs/models/supported_models.md:13 (exact id)"
 
 
-# -- hub -------------------------------------------------------------------------------------
+# -- hub (the real huggingface_hub client against a local resolve API) -----------------------
 
 
-class FakeResponse(io.BytesIO):
-    def __enter__(self):
-        return self
+def hub_client(hub, tmp_path, **kw):
+    from compat.hf.hub import HubClient
 
-    def __exit__(self, *exc):
-        self.close()
+    kw.setdefault("token", False)
+    return HubClient(endpoint=hub.endpoint, cache_dir=tmp_path / "hf-cache", timeout=1, **kw)
 
 
-def test_hub_only_when_allowed_and_beats_curated():
-    calls = []
-
-    def opener(req, timeout):
-        calls.append((req.full_url, timeout))
-        return FakeResponse(
-            json.dumps({"architectures": ["HubForCausalLM"], "model_type": "hub"}).encode()
-        )
-
-    offline = make(hub_opener=opener).resolve("acme/Curated-Only")
-    assert offline.source == "curated" and calls == []
-    online = make(allow_hub=True, hub_opener=opener).resolve("acme/Curated-Only")
-    assert (online.source, online.architecture) == ("hub", "HubForCausalLM")
-    assert online.provenance == "https://huggingface.co/acme/Curated-Only/resolve/main/config.json"
-    assert calls == [(online.provenance, 5.0)]
+def test_hub_only_when_allowed_and_beats_curated(tmp_path):
+    with FakeHub() as hub:
+        repo = hub.add("acme/Curated-Only", {"architectures": ["HubForCausalLM"], "model_type": "hub"})
+        offline = make(hub=hub_client(hub, tmp_path)).resolve("acme/Curated-Only")
+        assert offline.source == "curated" and hub.requests == []
+        online = make(allow_hub=True, hub=hub_client(hub, tmp_path)).resolve("acme/Curated-Only")
+    assert (online.source, online.architecture, online.revision) == ("hub", "HubForCausalLM", repo.commit)
+    assert online.provenance == f"{hub.endpoint}/acme/Curated-Only/resolve/{repo.commit}/config.json"
 
 
 @pytest.mark.parametrize(
-    ("error", "reason"),
+    ("setup", "reason"),
     [
-        (urllib.error.HTTPError("u", 401, "Unauthorized", {}, None), "HTTP 401"),
-        (urllib.error.URLError("no route to host"), "URLError: no route to host"),
-        (TimeoutError("timed out"), "TimeoutError"),
+        (lambda h: h.add("acme/Foo-7B", {"architectures": ["X"]}, token="hf_x"), "acme/Foo-7B is gated (HTTP 401)"),
+        (lambda h: None, "no repository acme/Foo-7B (HTTP 404)"),
+        (lambda h: h.add("acme/Foo-7B", {"architectures": ["X"]}, delay=3), "timed out fetching config.json of acme/Foo-7B"),
+        (lambda h: h.add("acme/Foo-7B", b"<html>rate limited</html>"), "config.json of acme/Foo-7B is not valid JSON"),
     ],
 )
-def test_hub_failure_falls_through_and_keeps_the_reason(error, reason):
-    def opener(req, timeout):
-        raise error
-
-    f = make(allow_hub=True, hub_opener=opener).resolve("acme/Foo-7B")
+def test_hub_failure_falls_through_and_keeps_the_reason(tmp_path, setup, reason):
+    with FakeHub() as hub:
+        setup(hub)
+        f = make(allow_hub=True, hub=hub_client(hub, tmp_path)).resolve("acme/Foo-7B")
     assert (f.source, f.architecture) == ("vllm-tests", "FooForCausalLM")
     assert any(reason in n for n in f.notes)
-    u = make(allow_hub=True, hub_opener=opener).resolve("nobody/Nothing")
-    assert u.status == "unknown" and reason in u.reason
 
 
-def test_hub_non_json_body_is_a_miss():
-    def opener(req, timeout):
-        return FakeResponse(b"<html>rate limited</html>")
-
-    f = make(allow_hub=True, hub_opener=opener).resolve("acme/Foo-7B")
-    assert f.source == "vllm-tests" and any("not JSON" in n for n in f.notes)
+def test_hub_is_asked_once_per_id(tmp_path):
+    with FakeHub() as hub:
+        r = make(allow_hub=True, hub=hub_client(hub, tmp_path))
+        assert r.resolve("zai-org/GLM-5.2-FP8").source == "derived"  # base tried twice: strong, then docs
+    assert [p for _m, p, _a in hub.requests].count("/zai-org/GLM-5.2/resolve/main/config.json") == 1
 
 
 # -- curated ---------------------------------------------------------------------------------
@@ -442,17 +429,3 @@ def test_results_and_indexes_are_cached(monkeypatch):
     tests_index = r.tests
     r.resolve("zai-org/GLM-5.2")
     assert r.tests is tests_index
-
-
-def test_hub_is_asked_once_per_id():
-    calls = []
-
-    def opener(req, timeout):
-        calls.append(req.full_url)
-        raise urllib.error.HTTPError(req.full_url, 404, "Not Found", {}, None)
-
-    r = make(allow_hub=True, hub_opener=opener)
-    assert (
-        r.resolve("zai-org/GLM-5.2-FP8").source == "derived"
-    )  # base tried twice: strong, then docs
-    assert calls.count("https://huggingface.co/zai-org/GLM-5.2/resolve/main/config.json") == 1

@@ -55,6 +55,8 @@ def test_counts(enumeration: Enumeration) -> None:
     assert 20_000 < summary["total"] < 40_000
     assert summary["by_platform"]["cuda"] > summary["by_platform"]["rocm"] > 1_000
     assert 0 < summary["gated"] < 200
+    assert set(summary["by_source"]) == {"api", "ui", "api,ui"}
+    assert summary["by_source"]["ui"] > summary["by_source"]["api,ui"] > summary["by_source"]["api"]
     assert summary["omni"] > 0
     assert set(summary["skipped_non_cuda_rocm_renders"]) <= {"Intel", "Google", "Huawei"}
 
@@ -67,8 +69,22 @@ def test_rows_are_distinct_and_collapsing_is_sound(enumeration: Enumeration) -> 
         if any(c.hardware == "" for c in rows):
             assert len(rows) == 1, key
         else:
-            assert len({(c.argvs, c.docker_pin) for c in rows}) > 1, key
+            assert len({(c.argvs, c.docker_pin, c.source) for c in rows}) > 1, key
             assert all(c.profiles == (c.hardware,) for c in rows), key
+            per_profile = [(c.hardware, c.source) for c in rows]
+            assert len(per_profile) == len(set(per_profile)), key
+            for hw in {c.hardware for c in rows}:
+                sources = sorted(c.source for c in rows if c.hardware == hw)
+                assert sources in (["api"], ["ui"], ["api,ui"], ["api", "ui"]), (key, hw)
+                if sources == ["api", "ui"]:  # kept apart only when the builder differs
+                    api, ui = (next(c for c in rows if (c.hardware, c.source) == (hw, s))
+                               for s in ("api", "ui"))
+                    assert not set(api.argvs) <= set(ui.argvs), (key, hw)
+
+
+def test_api_rows_are_base_rows(enumeration: Enumeration) -> None:
+    api = [c for c in enumeration.combinations if "api" in c.source.split(",")]
+    assert api and all(c.feature == "" and not c.omni for c in api)
 
 
 def test_snapshot_has_no_problems_and_every_argv_parses(enumeration: Enumeration) -> None:
@@ -84,8 +100,11 @@ def test_glm52_tp_pp_b200_mtp_row(enumeration: Enumeration) -> None:
     mtp = _on([c for c in rows if (c.feature, c.mode) == ("spec_decoding", "mtp")], "b200")
     assert mtp.platform == "cuda" and not mtp.gated and mtp.nodes == 2
     assert mtp.model_id == "zai-org/GLM-5.2-FP8"
-    ((_, argv),) = mtp.argvs
+    assert mtp.source == "ui"  # spec_decoding is opt-in: the JSON API never renders it on
+    (_, argv), (worker, worker_argv) = mtp.argvs
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in " ".join(argv)
+    assert worker == "worker 1"
+    assert "--nnodes 2 --node-rank 1 --master-addr $HEAD_IP --headless" in " ".join(worker_argv)
     assert parse_serve_args(argv).speculative_config == {
         "method": "mtp",
         "num_speculative_tokens": 5,
@@ -191,7 +210,54 @@ def test_pd_cluster_rows_carry_both_roles(enumeration: Enumeration) -> None:
     )
     assert rows
     for row in rows:
-        assert [role for role, _ in row.argvs] == ["prefill", "decode"]
+        roles = [role for role, _ in row.argvs]
+        assert [r for r in roles if " worker " not in r] == ["prefill", "decode"]
+
+
+def test_pd_pools_by_source_glm52_on_b300(enumeration: Enumeration) -> None:
+    """The API co-locates both roles on one node when it holds the model twice; the builder
+    gives each role its own node."""
+    rows = _rows(
+        enumeration, "zai-org/GLM-5.2", variant="default", strategy="pd_cluster", feature=""
+    )
+    on_b300 = {c.source: c for c in rows if c.hardware == "b300"}
+    assert set(on_b300) == {"api", "ui"}
+    api = {role: parse_serve_args(a) for role, a in on_b300["api"].argvs}
+    ui = {role: parse_serve_args(a) for role, a in on_b300["ui"].argvs}
+    assert (api["prefill"].tensor_parallel_size, api["decode"].tensor_parallel_size) == (4, 4)
+    assert (ui["prefill"].tensor_parallel_size, ui["decode"].tensor_parallel_size) == (8, 8)
+
+
+def test_kimi_k3_pd_on_h100_spans_four_nodes_per_pool(enumeration: Enumeration) -> None:
+    (row,) = [
+        c
+        for c in _rows(enumeration, "moonshotai/Kimi-K3", variant="default", strategy="pd_cluster",
+                       feature="")
+        if "h100" in c.profiles
+    ]
+    assert row.source == "api,ui"  # the API publishes node 0 of each pool; the builder all four
+    roles = dict(row.argvs)
+    assert list(roles) == ["prefill", "prefill worker 1", "prefill worker 2", "prefill worker 3",
+                           "decode", "decode worker 1", "decode worker 2", "decode worker 3"]
+    head = " ".join(roles["prefill"])
+    assert "--tensor-parallel-size 32 --enable-expert-parallel --nnodes 4 --node-rank 0" in head
+    assert "--node-rank 3 --master-addr $PREFILL_NODE_1 --headless" in " ".join(
+        roles["prefill worker 3"])
+    decode = parse_serve_args(roles["decode worker 2"])
+    start = decode.last("--data-parallel-start-rank").value
+    assert (decode.data_parallel_size, start) == (32, "16")
+
+
+def test_a_feature_switched_on_goes_last(enumeration: Enumeration) -> None:
+    """The builder appends a feature the user turns on after the default ones."""
+    (row,) = [
+        c
+        for c in _rows(enumeration, "Qwen/Qwen3.5-122B-A10B", variant="default",
+                       strategy="single_node_tp", feature="spec_decoding")
+        if "h200" in c.profiles
+    ]
+    argv = row.argvs[0][1]
+    assert argv.index("--speculative-config") > argv.index("--mm-encoder-tp-mode")
 
 
 def test_omni_rows(enumeration: Enumeration) -> None:

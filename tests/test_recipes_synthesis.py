@@ -12,6 +12,7 @@ from compat.recipes import load_repo, parse_serve_args
 from compat.recipes.features import default_features, with_feature
 from compat.recipes.repo import Recipe, RecipesRepo
 from compat.recipes.requirements import DEFAULT_PATH, default_requirements, load_requirements
+from compat.recipes.sizing import api_sizing
 from compat.recipes.synthesis import dedupe_args, synthesize
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "recipes-snapshot"
@@ -28,6 +29,11 @@ def snap() -> RecipesRepo:
 @pytest.fixture(scope="module")
 def mini() -> RecipesRepo:
     return load_repo(MINIMAL)
+
+
+def api_sizing_for(repo: RecipesRepo, recipe: str, variant: str, strategy: str, hw: str):
+    r = repo.recipes[recipe]
+    return api_sizing(r, r.variants[variant], repo.strategies[strategy], repo.hardware[hw])
 
 
 def _argv(
@@ -175,11 +181,16 @@ def test_glm52_tp_pp_on_b200_with_mtp(snap: RecipesRepo) -> None:
     result = _argv(
         snap, "models/zai-org/GLM-5.2.yaml", "default", "multi_node_tp_pp", "b200", "spec_decoding"
     )
-    ((role, argv),) = result.argvs
+    (role, argv), (worker, worker_argv) = result.argvs
     assert role == "" and argv[:3] == ("vllm", "serve", "zai-org/GLM-5.2-FP8")
     joined = " ".join(argv)
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in joined
     assert "--nnodes 2 --node-rank 0 --master-addr $HEAD_IP" in joined
+    assert "--headless" not in argv
+    assert worker == "worker 1"
+    assert "--nnodes 2 --node-rank 1 --master-addr $HEAD_IP --headless" in " ".join(worker_argv)
+    spec = parse_serve_args(argv).speculative_config
+    assert parse_serve_args(worker_argv).speculative_config == spec
     assert parse_serve_args(argv).speculative_config == {
         "method": "mtp",
         "num_speculative_tokens": 5,
@@ -195,7 +206,7 @@ def test_glm52_hopper_override_shadows_base_kv_cache_dtype(snap: RecipesRepo) ->
 
 
 def test_minimax_m25_amd_override_keeps_tp2_after_dep_sizes(snap: RecipesRepo) -> None:
-    ((_, argv),) = _argv(
+    (_, argv), (_, worker) = _argv(
         snap, "models/MiniMaxAI/MiniMax-M2.5.yaml", "default", "multi_node_dep", "mi300x"
     ).argvs
     joined = " ".join(argv)
@@ -205,6 +216,7 @@ def test_minimax_m25_amd_override_keeps_tp2_after_dep_sizes(snap: RecipesRepo) -
     )
     args = parse_serve_args(argv)
     assert (args.tensor_parallel_size, args.data_parallel_size) == (2, 16)  # 32 ranks on 16 GPUs
+    assert parse_serve_args(worker).last("--data-parallel-start-rank").value == "8"
 
 
 def test_kimi_k3_floor_sets_node_count_and_pd_roles(snap: RecipesRepo) -> None:
@@ -212,12 +224,20 @@ def test_kimi_k3_floor_sets_node_count_and_pd_roles(snap: RecipesRepo) -> None:
     gb200 = _argv(snap, k3, "default", "multi_node_tp_pp", "gb200")
     assert gb200.node_count == 4  # strategy_min_gpus 16 on 4-GPU trays
     assert "--tensor-parallel-size 4 --pipeline-parallel-size 4" in " ".join(gb200.argvs[0][1])
-    pd = dict(_argv(snap, k3, "default", "pd_cluster", "b200").argvs)
-    prefill, decode = parse_serve_args(pd["prefill"]), parse_serve_args(pd["decode"])
-    assert (prefill.tensor_parallel_size, prefill.enable_expert_parallel) == (8, True)  # tep pool
-    assert (decode.tensor_parallel_size, decode.data_parallel_size) == (1, 8)  # dep pool, tp: 1
-    assert prefill.kv_transfer_config["kv_role"] == "kv_producer"
-    assert decode.kv_transfer_config["kv_role"] == "kv_consumer"
+    # 1680 GB on 1440 GB nodes: two nodes per pool, by VRAM (builder) and by pickPdNodes (API)
+    for sizing in ("ui", "api"):
+        api = api_sizing_for(snap, k3, "default", "pd_cluster", "b200")
+        pools = None if sizing == "ui" else api
+        pd = dict(_argv(snap, k3, "default", "pd_cluster", "b200", sizing=pools).argvs)
+        assert set(pd) == (
+            {"prefill", "prefill worker 1", "decode", "decode worker 1"}
+            if sizing == "ui" else {"prefill", "decode"}
+        )
+        prefill, decode = parse_serve_args(pd["prefill"]), parse_serve_args(pd["decode"])
+        assert (prefill.tensor_parallel_size, prefill.enable_expert_parallel) == (16, True)  # tep
+        assert (decode.tensor_parallel_size, decode.data_parallel_size) == (1, 16)  # dep, tp: 1
+        assert prefill.kv_transfer_config["kv_role"] == "kv_producer"
+        assert decode.kv_transfer_config["kv_role"] == "kv_consumer"
 
 
 def test_feature_gate_drops_args_unless_ungated(snap: RecipesRepo) -> None:

@@ -425,9 +425,10 @@ def test_datasette_metadata(out, tmp_path):
     con.close()
     for name in names:
         assert tables[name]["description"], name
-    assert list(tables["v_verdict"]["columns"]) == V_VERDICT + V_VERDICT_APPENDED
+    assert list(tables["v_verdict"]["columns"]) == V_VERDICT + V_VERDICT_APPENDED + ["source"]
     assert all(tables["v_verdict"]["columns"].values())
-    assert list(tables["v_finding"]["columns"]) == V_VERDICT + ["gated", "pinned", "works_from"]
+    assert list(tables["v_finding"]["columns"]) == V_VERDICT + ["gated", "pinned", "works_from",
+                                                                 "source"]
     assert list(tables["v_arch_capability"]["columns"]) == V_ARCH
     assert all(tables["v_arch_capability"]["columns"].values())
 

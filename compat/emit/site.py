@@ -1047,7 +1047,7 @@ DESCRIPTIONS = {
     "command": "Each synthesized `vllm serve` argv (JSON), stored once and referenced by "
                "verdict.command_id.",
     "model_fact": "Model id to HF config facts (architectures, model_type, MTP layers, experts), "
-                  "with source and provenance.",
+                  "with source, provenance and the config's commit sha (revision) where one was read.",
     "verdict": "One row per (release, platform, hardware, recipe, variant, strategy, feature, "
                "mode): whether the synthesized `vllm serve` command can start, the vLLM error it "
                "predicts, the reason chain and the evidence.",
@@ -1095,6 +1095,8 @@ VERDICT_COLUMN_DOCS = {
     "fix_kind": "The fix the fix stage planned and re-judged: gate, mode_variants, pin_bump, "
                 "spelling, or none.",
     "fix": "What the fix does, in one line (`compat fix --apply DIR` writes it).",
+    "source": "Which surface of the recipes site emits these commands: api (the JSON API), ui "
+              "(the command builder at its default sizes) or api,ui (both, identically).",
 }
 CAPABILITY_COLUMN_DOCS = {
     "vllm_version": "vLLM release.",

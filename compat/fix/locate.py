@@ -26,19 +26,29 @@ def cause_path(cause: dict[str, Any]) -> tuple[str, ...]:
     return tuple(element.split("."))
 
 
-def line_of(text: str, path: tuple[str, ...]) -> int:
-    """1-based line of the deepest key of `path` found in `text` (1 when none is)."""
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """1-based line of every mapping key path in a recipe file (one parse per file)."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
-        return 1
-    line = 1
-    for part in path:
-        if not isinstance(node, yaml.MappingNode):
-            break
-        hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
-        if hit is None:
-            break
-        line = hit[0].start_mark.line + 1
-        node = hit[1]
-    return line
+        return {}
+    out: dict[tuple[str, ...], int] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    here = (*path, k.value)
+                    out[here] = k.start_mark.line + 1
+                    walk(v, here)
+
+    walk(root, ())
+    return out
+
+
+def line_of(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int:
+    """The line of the deepest key of `path` that exists (1 when none does)."""
+    for n in range(len(path), 0, -1):
+        if path[:n] in lines:
+            return lines[path[:n]]
+    return 1

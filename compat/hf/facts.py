@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Status = Literal["resolved", "unknown"]
-Source = Literal["local", "hub", "curated", "vllm-tests", "vllm-docs", "derived"]
+Source = Literal["local", "hub", "curated", "vllm-tests", "vllm-docs", "transformers", "derived"]
 
 # vLLM's CONFIG_FIELD_ALIASES["num_experts"] (0.33 transformers_utils/config.py:56-70;
 # 0.23/0.24 model_arch_config_convertor.py:145-162 has the same list), in order.
@@ -58,6 +58,7 @@ class ModelFacts:
     config: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
     source: Source | None = None
     provenance: str | None = None
+    revision: str | None = None  # commit sha of the config.json read (hub, HF cache)
     inferred: bool = False
     base_model_id: str | None = None  # the id whose facts these are, for aliases and derived ids
     notes: tuple[str, ...] = ()  # caveats: ambiguous candidates, disagreeing sources
@@ -138,7 +139,8 @@ def num_experts_of(text_config: dict[str, Any]) -> int:
 
 
 def facts_from_config(
-    model_id: str, config: dict[str, Any], *, source: Source, provenance: str
+    model_id: str, config: dict[str, Any], *, source: Source, provenance: str,
+    revision: str | None = None,
 ) -> ModelFacts:
     """Facts read off a real config.json dict (not inferred)."""
     text = text_config_of(config)
@@ -175,6 +177,7 @@ def facts_from_config(
         config=config,
         source=source,
         provenance=provenance,
+        revision=revision,
         inferred=False,
         notes=notes,
     )

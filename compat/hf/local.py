@@ -14,6 +14,7 @@ into rows.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,12 @@ def load_local(root: Path, model_id: str) -> tuple[dict[str, Any] | None, str, s
     if not isinstance(data, dict):
         return None, rel, f"local {rel} is not a JSON object"
     return data, rel, None
+
+
+_SNAPSHOT = re.compile(r"(?:^|/)snapshots/([0-9a-f]{40})/")
+
+
+def snapshot_revision(rel: str) -> str | None:
+    """The commit sha of an HF-cache snapshot path (`models--o--n/snapshots/<sha>/config.json`)."""
+    m = _SNAPSHOT.search(rel)
+    return m.group(1) if m else None

@@ -9,11 +9,16 @@ Order (DESIGN.md "Model configs"):
    config facts) then `tests/models/registry.py` example ids, releases newest first.
 5. `derived`: the id minus a quantization suffix (`-FP8`, `-NVFP4`, ...) resolves
    through 1-4; its facts are borrowed, marked inferred.
-6. `vllm-docs`: docs/models/supported_models.md rows (exact id, then org + family
+6. `transformers`: the transformers wheel documents a configuration class with this
+   exact id (compat.hf.transformers_docs): its model_type, and the architecture its
+   auto mappings give it; marked inferred. Several classes: candidates, unknown.
+7. `vllm-docs`: docs/models/supported_models.md rows (exact id, then org + family
    name; see compat.hf.vllm_docs), marked inferred.
-7. `derived` again, now letting the base id resolve through the docs.
+8. `derived` again, now letting the base id resolve through 6-7.
 
-Steps 5 and 7 are split so that a quantized id borrows its base's config-backed
+A facts lock (compat.hf.lock), when given, answers before all of them.
+
+Steps 5 and 8 are split so that a quantized id borrows its base's config-backed
 facts before any docs guess about either is considered. When only an architecture
 is known, model_type comes from transformers' class mappings (or, for classes
 transformers lacks, vLLM's config registry; compat.hf.model_types), marked inferred.
@@ -31,17 +36,19 @@ from typing import Any
 
 from compat.hf.curated import DEFAULT_CURATED, CuratedEntry, load_curated
 from compat.hf.facts import ModelFacts, Source, facts_from_config, unknown
-from compat.hf.hub import Opener, fetch_config
+from compat.hf.hub import HubClient, HubResult
 from compat.hf.ids import base_candidates
-from compat.hf.local import load_local
+from compat.hf.local import load_local, snapshot_revision
+from compat.hf.lock import FactsLock
 from compat.hf.model_types import TransformersTypes, VllmConfigTypes
+from compat.hf.transformers_docs import TransformersCheckpoints
 from compat.hf.vllm_docs import VllmDocsIndex
 from compat.hf.vllm_tests import VllmTestsIndex
 from compat.sources.tree import VllmTree
 from compat.vocab import release_key
 
 TRANSFORMERS_TYPES = DEFAULT_CURATED.parent / "transformers_model_types.json"
-SOURCES = ("local", "hub", "curated", "vllm-tests", "vllm-docs", "derived")
+SOURCES = ("local", "hub", "curated", "vllm-tests", "transformers", "vllm-docs", "derived")
 
 
 
@@ -55,14 +62,18 @@ class ModelResolver:
         trees: Sequence[VllmTree] = (),
         curated: Path = DEFAULT_CURATED,
         *,
-        hub_opener: Opener | None = None,
+        hub: HubClient | None = None,
+        lock: FactsLock | None = None,
+        checkpoints: TransformersCheckpoints | None = None,
         transformers_types: Path = TRANSFORMERS_TYPES,
     ) -> None:
         self.hf_config_dir = Path(hf_config_dir) if hf_config_dir else None
         self.allow_hub = allow_hub
         self.trees = sorted(trees, key=lambda t: release_key(t.version), reverse=True)
         self.curated_path = Path(curated)
-        self.hub_opener = hub_opener
+        self.hub = hub if hub is not None else (HubClient() if allow_hub else None)
+        self.lock = lock
+        self.checkpoints = checkpoints
         self.transformers_path = Path(transformers_types)
         self._curated: dict[str, CuratedEntry] | None = None
         self._tests: VllmTestsIndex | None = None
@@ -74,7 +85,7 @@ class ModelResolver:
         self._active: set[str] = set()
         # id -> architectures vLLM lists it under when it names several (tests or docs)
         self._candidates: dict[str, set[str]] = {}
-        self._hub_cache: dict[str, tuple[dict[str, Any] | None, str, str | None]] = {}
+        self._hub_cache: dict[str, HubResult] = {}
 
     # -- indexes ---------------------------------------------------------------------------
 
@@ -107,6 +118,13 @@ class ModelResolver:
         if self._vllm_types is None:
             self._vllm_types = VllmConfigTypes(self.trees)
         return self._vllm_types
+
+    @property
+    def transformers_version(self) -> str | None:
+        """The transformers release whose mappings (and checkpoint docs) informed the facts."""
+        if self.checkpoints is not None:
+            return self.checkpoints.version
+        return self.types.version if self.transformers_path.is_file() else None
 
     # -- public ----------------------------------------------------------------------------
 
@@ -154,9 +172,14 @@ class ModelResolver:
     def _resolve(self, model_id: str) -> ModelFacts:
         misses: list[str] = []
         notes: list[str] = []
+        locked = self._from_lock(model_id, misses, notes)
+        if locked is not None:
+            return locked
         facts = self._strong(model_id, misses, notes)
         if facts is None:
             facts = self._derived(model_id, misses, strong_only=True)
+        if facts is None:
+            facts = self._from_transformers(model_id, misses, notes)
         if facts is None:
             facts = self._from_docs(model_id, misses, notes)
         if facts is None:
@@ -199,21 +222,48 @@ class ModelResolver:
             if why:
                 notes.append(why)
             return None
-        return facts_from_config(model_id, config, source="local", provenance=rel)
+        return facts_from_config(model_id, config, source="local", provenance=rel,
+                                 revision=snapshot_revision(rel))
+
+    def prefetch(self, model_ids: Iterable[str], progress: bool = True) -> None:
+        """Ask the Hub for every id at once (concurrently) before resolving them one by one.
+        Ids the lock or a local config.json answers are not asked."""
+        if not self.allow_hub or self.hub is None:
+            return
+        todo = []
+        for mid in dict.fromkeys(m.strip() for m in model_ids):
+            key = mid.casefold()
+            if key in self._hub_cache or (self.lock is not None and self.lock.get(mid)):
+                continue
+            if self.hf_config_dir is not None and load_local(self.hf_config_dir, mid)[0] is not None:
+                continue
+            todo.append(mid)
+        for mid, res in self.hub.fetch_many(todo, progress=progress).items():
+            self._hub_cache[mid.casefold()] = res
+
+    def _from_lock(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
+        if self.lock is None:
+            return None
+        entry = self.lock.get(model_id)
+        if entry is None:
+            notes.append(f"not in the facts lock {self.lock.name}")
+            return None
+        return entry
 
     def _from_hub(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
-        if not self.allow_hub:
+        if not self.allow_hub or self.hub is None:
             misses.append("hub not allowed")
             return None
         key = model_id.casefold()
         if key not in self._hub_cache:  # one request per id, even when a derived base is retried
-            self._hub_cache[key] = fetch_config(model_id, self.hub_opener)
-        config, url, why = self._hub_cache[key]
-        if config is None:
-            misses.append(why or "hub: no config")
-            notes.append(why or "hub: no config")
+            self._hub_cache[key] = self.hub.fetch(model_id)
+        res = self._hub_cache[key]
+        if res.config is None:
+            misses.append(res.reason or "hub: no config")
+            notes.append(res.reason or "hub: no config")
             return None
-        return facts_from_config(model_id, config, source="hub", provenance=url)
+        return facts_from_config(model_id, res.config, source="hub", provenance=res.url,
+                                 revision=res.revision)
 
     def _from_curated(
         self, model_id: str, misses: list[str], notes: list[str]
@@ -356,6 +406,35 @@ class ModelResolver:
             inferred=False,
             notes=tnotes,
         )
+
+    def _from_transformers(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
+        if self.checkpoints is None:
+            return None
+        hit, why = self.checkpoints.lookup(model_id)
+        if hit is None:
+            misses.append(why or "")
+            return None
+        where = f"{hit.where} ({hit.config_class} documents it)"
+        if len(hit.architectures) != 1:
+            if hit.architectures:
+                self._candidates.setdefault(model_id.casefold(), set()).update(hit.architectures)
+            misses.append(f"{where}: model_type {hit.model_type!r}, which transformers' generation mappings "
+                          f"give {len(hit.architectures) or 'no'} classes ({', '.join(hit.architectures)})")
+            return None
+        own = [f"architecture from transformers {self.checkpoints.version}'s auto mapping for "
+               f"{hit.model_type!r}, not from the checkpoint's config.json"]
+        _, ambiguous, _ = self.tests.architecture(model_id) if self.trees else (None, [], [])
+        if ambiguous:  # vLLM's tests name candidates: transformers may pick one of them, no other
+            if hit.architectures[0] not in ambiguous:
+                misses.append(f"{where} gives {hit.architectures[0]} but vLLM tests list "
+                              f"{', '.join(ambiguous)}")
+                return None
+            own.append(f"picks {hit.architectures[0]} among vLLM tests' candidates {', '.join(ambiguous)}")
+        return ModelFacts(
+            model_id=model_id, status="resolved", architectures=hit.architectures,
+            model_type=hit.model_type, text_model_type=hit.text_model_type, source="transformers",
+            provenance=f"{where}; architecture from {', '.join(hit.mappings)}", inferred=True,
+            notes=tuple(notes) + tuple(own))
 
     def _from_docs(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
         if not self.trees:

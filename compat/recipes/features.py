@@ -101,3 +101,16 @@ def with_feature(recipe: Recipe, enabled: list[str], feature_key: str) -> list[s
     partner = MUTUALLY_EXCLUSIVE.get(feature_key)
     wanted = (set(enabled) | {feature_key}) - ({partner} if partner else set())
     return [f for f in recipe.features if f in wanted]
+
+
+def switched_on(enabled: list[str], feature_key: str) -> list[str]:
+    """The builder's `toggleFeature` turning `feature_key` on: it goes last.
+
+    The builder keeps the features in the order they were switched on (the
+    defaults in `features` order, then each click appended, its exclusive
+    partner dropped), and the synthesizer emits them in that order. A feature
+    already on stays where it is.
+    """
+    partner = MUTUALLY_EXCLUSIVE.get(feature_key)
+    kept = [f for f in enabled if f != partner]
+    return kept if feature_key in kept else [*kept, feature_key]

@@ -68,7 +68,8 @@ def as_mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _precision_constraint(variant: dict[str, Any]) -> dict[str, Any] | None:
+def precision_constraint(variant: dict[str, Any]) -> dict[str, Any] | None:
+    """`precisionHardwareConstraint`: the variant's own constraint, else its precision's."""
     own = variant.get("precision_hardware")
     if isinstance(own, dict) and own:
         return own
@@ -78,7 +79,7 @@ def _precision_constraint(variant: dict[str, Any]) -> dict[str, Any] | None:
 
 def precision_allows(profile: HardwareProfile, variant: dict[str, Any]) -> bool:
     """`isPrecisionCompatible` (L283-285): brand and generation of the precision constraint."""
-    constraint = _precision_constraint(variant)
+    constraint = precision_constraint(variant)
     if not constraint:
         return True
     brand = constraint.get("brand")

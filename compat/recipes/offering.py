@@ -1,4 +1,4 @@
-"""Which strategies the site offers for a recipe on a hardware profile, and at what size.
+"""Which strategies the site offers for a recipe on a hardware profile (sizes: `sizing`).
 
 `resolveCommand` enforces none of this itself (research notes §0.4): the UI and
 the JSON API filter strategies before calling it. A checker that synthesized a
@@ -82,17 +82,6 @@ def reachable(recipe: Recipe, strategy: Strategy, profile: HardwareProfile) -> b
     return max_nodes * (profile.gpu_count or 8) >= min_gpus(recipe, strategy.name, profile)
 
 
-def node_count(recipe: Recipe, strategy: Strategy, profile: HardwareProfile) -> int:
-    """Nodes the JSON API renders a strategy at (build-recipes-api L431-434).
-
-    Multi-node strategies never render at one node (the builder hides them
-    there), so they get max(2, floor); everything else renders at 1.
-    """
-    if strategy.deploy_type != "multi_node":
-        return 1
-    return max(2, nodes_for(recipe, strategy.name, profile))
-
-
 def offered_strategies(
     repo: RecipesRepo, recipe: Recipe, profile: HardwareProfile
 ) -> list[Strategy]:
@@ -139,20 +128,23 @@ def pd_pool_modes(recipe: Recipe) -> list[str]:
     return ordered
 
 
-def pd_role_parallelism(recipe: Recipe, strategy: Strategy, role: str) -> str:
-    """The pool mode a PD role renders with when the user has picked none.
+def pd_role_parallelism(
+    recipe: Recipe, strategy: Strategy, role: str, pick: str | None = None
+) -> str:
+    """The pool mode a PD role renders with (L1130-1137).
 
-    The recipe's `strategy_overrides.pd_cluster.<role>.parallelism`, else the
-    strategy file's role default, else the first offered pool mode; snapped to
-    the offered modes the way the synthesizer snaps it (L1130-1137).
+    The caller's pick (the builder's pool-mode pill), else the recipe's
+    `strategy_overrides.pd_cluster.<role>.parallelism`, else the strategy file's
+    role default, else tp; snapped to the offered modes the way the synthesizer
+    snaps it.
     """
     allowed = pd_pool_modes(recipe)
-    candidates: list[Any] = []
+    candidates: list[Any] = [pick]
     overrides = recipe.section("strategy_overrides").get(strategy.name)
     if isinstance(overrides, dict) and isinstance(overrides.get(role), dict):
         candidates.append(overrides[role].get("parallelism"))
     role_spec = strategy.data.get(role)
     if isinstance(role_spec, dict):
         candidates.append(role_spec.get("parallelism"))
-    chosen = next((c for c in candidates if isinstance(c, str) and c), allowed[0])
+    chosen = next((c for c in candidates if isinstance(c, str) and c), "tp")
     return chosen if chosen in allowed else allowed[0]

@@ -28,10 +28,10 @@ _MULTI_NODE = frozenset({"G", "N", "NG", "node_rank"})
 _PD_POOL = frozenset({"G", "node_rank", "pool_nodes"})
 
 #: Branches the synthesizer dispatches to (the data file must define each one),
-#: with the symbols and flag placeholders it computes for their head-node rules.
+#: with the symbols and flag placeholders it computes for their rules (head and followers).
 BRANCH_INPUTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "single_node": (_MULTI_NODE | {"single_node_tp"}, frozenset({"@parallel_flag"})),
-    "multi_node_dep": (_MULTI_NODE, frozenset({"@parallel_flag"})),
+    "multi_node_dep": (_MULTI_NODE | {"worker_dp_start_rank"}, frozenset({"@parallel_flag"})),
     "multi_node_tp_pp": (_MULTI_NODE, frozenset({"@parallel_flag"})),
     "multi_node_tp_dp": (_MULTI_NODE, frozenset({"@parallel_flag"})),
     "multi_node_tp": (_MULTI_NODE, frozenset({"@parallel_flag"})),
@@ -65,12 +65,12 @@ class StrategyRequirements:
     def render(
         self,
         branch: str,
-        symbols: Mapping[str, int],
+        symbols: Mapping[str, int | str],
         conditions: frozenset[str],
         flags: Mapping[str, str],
         role: str = "",
     ) -> list[str]:
-        """Argv tokens of one branch for the head node (rules gated on `worker` never render).
+        """Argv tokens of one branch for one node (`worker` in `conditions` past node 0).
 
         `flags` resolves @parallel_flag / @role_parallel_flag; `role` fills <ROLE>.
         """
@@ -116,8 +116,6 @@ def load_requirements(path: Path | None = None) -> StrategyRequirements:
     for name, (symbols, placeholders) in BRANCH_INPUTS.items():
         for index, rule in enumerate(branches.get(name, ())):
             where = f"{path.name}: branches.{name}.flags.{index}"
-            if rule.when == "worker":
-                continue  # never rendered: vLLM-compat renders the head node
             if rule.value is not None and rule.value not in symbols:
                 raise UserError(
                     f"symbol {rule.value!r} is not computed for this branch", where=where

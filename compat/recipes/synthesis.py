@@ -15,18 +15,26 @@ Argument order (L1005-1331):
  5. a strategy generation override replaces the recipe and variant generation
     overrides; then the strategy and role exact-id overrides
  6. (advanced options: UI only, never rendered here)
- 7. enabled features in order: a modal feature emits its resolved mode's args,
-    swapped by the mode's hardware-keyed override; a boolean feature emits its
-    args, swapped by its generation override
+ 7. enabled features in the caller's order (the builder's: defaults in
+    `features` order, then each feature switched on, appended): a modal
+    feature emits its resolved mode's args, swapped by the mode's
+    hardware-keyed override; a boolean feature emits its args, swapped by its
+    generation override
  8. (KV offload and Mooncake compositions: not rendered here)
 
-Simplifications: multi-node strategies render the head node at max(2, floor)
-nodes, as the JSON API does; pd_cluster renders one dedicated node per role in
-the role's default pool mode (the API instead sizes pools from VRAM and may
-co-locate both roles on one node); no advanced options, no KV offload layers.
-Boolean-feature hardware overrides are read by generation (else `nvidia`) as
-at 8959cf6; later revisions use the exact id > generation > brand > default
-lookup, which gives the same args on every recipe of the snapshot.
+Every node renders (`Synthesizer.nodes_rendered`): a multi-node strategy's head
+and each follower (`--node-rank r` and `--headless`, or `--data-parallel-start-rank`),
+and each node of a PD pool the sizing asks for. Sizes are inputs, as they are
+to `resolveCommand`: `nodeCount` and `pdNodes` come from `sizing` (what the
+JSON API or the builder passes), including the legacy PD sizes without
+`pdNodes` (one node per role at nodeCount > 1, else both roles sharing a node).
+
+Simplifications: no advanced options, no KV offload layers, no env (the argv
+alone is judged). Boolean-feature hardware overrides are read by generation
+(else `nvidia`) as at 8959cf6; later revisions use the exact id > generation >
+brand > default lookup, which gives the same args on every recipe of the
+snapshot. tools/recipes_site/compare.py replays every render with the
+snapshot's own JavaScript and compares.
 """
 
 from __future__ import annotations
@@ -34,26 +42,34 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compat.recipes.features import allowed_for_strategy, feature_modes, resolve_mode
 from compat.recipes.hardware import as_mapping, generation_entry, keyed_entry, keyed_value
-from compat.recipes.offering import node_count as default_node_count
 from compat.recipes.offering import pd_role_parallelism
 from compat.recipes.repo import HardwareProfile, Problem, Recipe, Strategy
 from compat.recipes.requirements import StrategyRequirements, default_requirements
 from compat.recipes.shape import arg_list
+from compat.recipes.sizing import PD_ROLES, Sizing, ui_sizing
 
-PD_ROLES = ("prefill", "decode")
+#: ((role, argv), ...): role '' (head node), 'worker N' (follower node N of a multi-node
+#: strategy), 'prefill' / 'decode' (node 0 of a PD pool), 'prefill worker N' / 'decode worker N'.
 Argvs = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def role_name(role: str, rank: int) -> str:
+    """The name a command goes by: its PD role ('' outside PD), plus 'worker N' past node 0."""
+    if rank == 0:
+        return role
+    return f"{role} worker {rank}" if role else f"worker {rank}"
 
 
 @dataclass(frozen=True)
 class Synthesized:
     """What one selection renders to."""
 
-    argvs: Argvs  # (role, argv); role '' unless pd_cluster
+    argvs: Argvs  # (role, argv) per node rendered, see `role_name`
     problems: tuple[Problem, ...]
     node_count: int
     sources: tuple[str, ...] = ()  # recipe elements (see `element_of`) that contributed args
@@ -123,6 +139,38 @@ def _js_number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+def _js_to_number(value: Any) -> float:
+    """JavaScript's Number(value) for what an args list holds (strings, numbers, missing)."""
+    if value is None:
+        return math.nan  # Number(undefined); only a missing value reaches here
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        return math.nan
+    text = value.strip()
+    if not text:
+        return 0.0
+    if text in ("Infinity", "+Infinity", "-Infinity"):
+        return -math.inf if text.startswith("-") else math.inf
+    try:
+        if text.lower().startswith(("0x", "0o", "0b")):
+            return float(int(text, 0))
+        return float(text) if text.lower() not in ("inf", "+inf", "-inf", "nan") else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _js_number_text(value: float) -> str:
+    """String(n) for any number, NaN and Infinity included."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return _js_number(value)
+
+
 def _positive_number(value: Any) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return value
@@ -171,6 +219,7 @@ class Synthesizer:
         nodes: int | None = None,
         requirements: StrategyRequirements | None = None,
         omit: frozenset[str] = frozenset(),
+        sizing: Sizing | None = None,
     ) -> None:
         self.recipe = recipe
         self.omit = omit  # elements (see `element_of`) rendered as if absent, to find a cause
@@ -180,7 +229,10 @@ class Synthesizer:
         self.profile = profile
         self.requirements = requirements or default_requirements()
         self.overrides = as_mapping(recipe.section("strategy_overrides").get(strategy.name))
-        self.nodes = nodes if nodes is not None else default_node_count(recipe, strategy, profile)
+        self.sizing = sizing or ui_sizing(recipe, self.variant, strategy, profile)
+        if nodes is not None:
+            self.sizing = replace(self.sizing, node_count=nodes)
+        self.nodes = self.sizing.node_count
         self.model = served_model(recipe, variant_key)
         if f"variants.{variant_key}" in omit:  # the variant removed: its model id goes too
             self.model = recipe.model_id
@@ -191,10 +243,35 @@ class Synthesizer:
             tuple[str, str | None, bool],
             tuple[tuple[str, ...], tuple[Problem, ...], tuple[str, ...]],
         ] = {}
-        roles = PD_ROLES if strategy.deploy_type == "pd_cluster" else ("",)
-        self._prefix = {role: self.prefix(role) for role in roles}
+        self._prefix = {
+            role_name(role, rank): self.prefix(role, rank) for role, rank in self.nodes_rendered()
+        }
         self._prefix_problems = tuple(self.problems)
         self._prefix_sources = tuple(self.sources)
+
+    def nodes_rendered(self) -> list[tuple[str, int]]:
+        """(role, node rank) of every command this selection copies out as.
+
+        A multi-node strategy renders its head (rank 0) and one command per
+        follower (`followerRanks`, L183-185); a PD pool renders node 0, and its
+        other nodes when the sizing asks for them (the builder's node selector).
+        """
+        if self.strategy.deploy_type == "pd_cluster":
+            out = []
+            for role in PD_ROLES:
+                count = max(1, self.pool_nodes(role)) if self.sizing.pool_followers else 1
+                out += [(role, rank) for rank in range(count)]
+            return out
+        if self.strategy.deploy_type == "multi_node" and self.nodes > 1:
+            return [("", rank) for rank in range(self.nodes)]
+        return [("", 0)]
+
+    def pool_nodes(self, role: str) -> int:
+        """A PD role's nodes: the sizing's pool, else 1 at nodeCount > 1, else 0 (co-located)."""
+        pool = self.sizing.pool(role)
+        if pool is not None:
+            return pool.nodes
+        return 1 if self.nodes > 1 else 0
 
     def render(
         self,
@@ -224,8 +301,8 @@ class Synthesizer:
         argvs = self._argvs.get(tail_key)
         if argvs is None:
             argvs = tuple(
-                (role, ("vllm", "serve", self.model, *dedupe_args([*prefix, *tail])))
-                for role, prefix in self._prefix.items()
+                (name, ("vllm", "serve", self.model, *dedupe_args([*prefix, *tail])))
+                for name, prefix in self._prefix.items()
             )
             self._argvs[tail_key] = argvs
         return Synthesized(argvs, tuple(dict.fromkeys(self.problems)), self.nodes,
@@ -244,14 +321,21 @@ class Synthesizer:
 
     # --- step 3: parallel flags -------------------------------------------------------
 
-    def parallel_flags(self, role: str, nodes: int) -> list[str]:
+    def parallel_flags(self, role: str, nodes: int, rank: int = 0) -> list[str]:
         strategy, profile = self.strategy, self.profile
         gpus = profile.gpu_count
-        symbols = {"G": gpus, "N": nodes, "NG": gpus * max(1, nodes), "node_rank": 0}
+        symbols: dict[str, int | str] = {
+            "G": gpus,
+            "N": nodes,
+            "NG": gpus * max(1, nodes),
+            "node_rank": rank,
+        }
+        conditions = frozenset({"worker"}) if rank > 0 else frozenset()
         flags = {"@parallel_flag": strategy.parallel_flag}
         multi = strategy.deploy_type == "multi_node" and nodes > 1
         if multi and strategy.parallel_flag == "--data-parallel-size":
             branch = "multi_node_dep"
+            symbols["worker_dp_start_rank"] = _js_number_text(rank * self.dep_local_size())
         elif multi and strategy.parallelism == "tp_pp":
             branch = "multi_node_tp_pp"
         elif multi and strategy.parallelism == "tp_dp":
@@ -259,25 +343,63 @@ class Synthesizer:
         elif multi:
             branch = "multi_node_tp"
         elif strategy.deploy_type == "pd_cluster":
-            return self.pd_pool_flags(role)
+            return self.pd_pool_flags(role, rank)
         else:
             branch = "single_node"
             symbols["single_node_tp"] = single_node_tp(
                 self.recipe, self.variant, profile, strategy.name
             )
-        return self.requirements.render(branch, symbols, frozenset(), flags)
+        return self.requirements.render(branch, symbols, conditions, flags)
 
-    def pd_pool_flags(self, role: str) -> list[str]:
+    def dep_local_size(self) -> float:
+        """DP ranks per follower node of multi_node_dep (L1050-1061).
+
+        The last `--data-parallel-size-local` value among the strategy override's
+        vllm_args, extra_args and its generation and exact-id hardware overrides
+        (in that order, read as JavaScript's Number()), else the GPUs per node.
+        An omitted element is read as absent, as `take` reads it.
+        """
+        so = f"strategy_overrides.{self.strategy.name}"
+        by_hardware = self.overrides.get("hardware_overrides")
+        gen = generation_entry(by_hardware, self.profile)
+        exact = as_mapping(as_mapping(by_hardware).get(self.profile.id))
+        pooled: list[Any] = []
+        for value, field in (
+            (self.overrides.get("vllm_args"), f"{so}.vllm_args"),
+            (self.overrides.get("extra_args"), f"{so}.extra_args"),
+            (as_mapping(gen[1]).get("extra_args") if gen is not None else None,
+             f"{so}.hardware_overrides.{gen[0] if gen is not None else ''}.extra_args"),
+            (exact.get("extra_args"), f"{so}.hardware_overrides.{self.profile.id}.extra_args"),
+        ):
+            if isinstance(value, list) and element_of(field) not in self.omit:
+                pooled += value
+        flag = "--data-parallel-size-local"
+        if flag not in pooled:
+            return float(self.profile.gpu_count)
+        at = len(pooled) - 1 - pooled[::-1].index(flag)
+        return _js_to_number(pooled[at + 1] if at + 1 < len(pooled) else None)
+
+    def pd_pool_flags(self, role: str, rank: int = 0) -> list[str]:
         profile, strategy = self.profile, self.strategy
         gpus = profile.gpu_count
         role_spec = as_mapping(strategy.data.get(role))
         role_over = as_mapping(self.overrides.get(role))
-        mode = pd_role_parallelism(self.recipe, strategy, role)
-        pool_nodes = 1
-        symbols: dict[str, int] = {"G": gpus, "node_rank": 0, "pool_nodes": pool_nodes}
+        pool = self.sizing.pool(role)
+        mode = pd_role_parallelism(
+            self.recipe, strategy, role, pool.parallelism if pool is not None else None
+        )
+        pool_nodes = self.pool_nodes(role)
+        node_index = max(0, min(max(1, pool_nodes) - 1, rank))
+        symbols: dict[str, int | str] = {
+            "G": gpus,
+            "node_rank": node_index,
+            "pool_nodes": pool_nodes,
+        }
         conditions: set[str] = set()
         if pool_nodes > 1:
             conditions.add("pool_nodes_gt_1")
+        if node_index > 0:
+            conditions.add("worker")
         if mode == "dep":
             explicit = (
                 role_over.get("tp") if role_over.get("tp") is not None else role_spec.get("tp")
@@ -296,13 +418,17 @@ class Synthesizer:
             tp = int(role_tp) if role_tp is not None else 1
             dp_local = max(1, math.floor(gpus / tp))
             symbols.update(
-                role_tp=tp, dp_local=dp_local, dp_size=max(1, pool_nodes) * dp_local, start_rank=0
+                role_tp=tp,
+                dp_local=dp_local,
+                dp_size=max(1, pool_nodes) * dp_local,
+                start_rank=node_index * dp_local,
             )
             branch = "pd_pool_dep"
         else:
             if mode == "tep":
                 conditions.add("pool_tep")
-            symbols["pool_gpus"] = max(1, pool_nodes * gpus)
+            pool_gpus = gpus // 2 if pool_nodes == 0 else pool_nodes * gpus
+            symbols["pool_gpus"] = max(1, pool_gpus)
             branch = "pd_pool_tp"
         role_flag = next(
             (
@@ -321,8 +447,8 @@ class Synthesizer:
 
     # --- the whole command ------------------------------------------------------------
 
-    def prefix(self, role: str) -> list[str]:
-        """Steps 1-5: everything before the feature arguments."""
+    def prefix(self, role: str, rank: int = 0) -> list[str]:
+        """Steps 1-5: everything before the feature arguments, for one node of a role."""
         recipe, variant, profile, strategy = self.recipe, self.variant, self.profile, self.strategy
         v = f"variants.{self.variant_key}"
         so = f"strategy_overrides.{strategy.name}"
@@ -343,7 +469,7 @@ class Synthesizer:
             role_args = as_mapping(strategy.data.get(role)).get("vllm_args")
             args += self.take(role_args, f"{role}.vllm_args", strategy.path)
         if STRATEGY not in self.omit:
-            flags = self.parallel_flags(role, self.nodes)
+            flags = self.parallel_flags(role, self.nodes, rank)
             args += flags
             if flags:
                 self.sources.append(STRATEGY)
@@ -456,15 +582,19 @@ def synthesize(
     ungated: Iterable[str] = (),
     nodes: int | None = None,
     requirements: StrategyRequirements | None = None,
+    sizing: Sizing | None = None,
 ) -> Synthesized:
-    """The deduped argv(s) the site renders for this selection.
+    """The deduped argv(s) the site renders for this selection, one per node.
 
     `features` are the enabled feature keys in emission order; `modes` the
     picked mode per modal feature; `ungated` features render even where their
     `strategies` allowlist excludes the strategy (to judge whether a gate is
-    still needed). `nodes` defaults to what the JSON API renders.
+    still needed). `sizing` defaults to the builder's default sizes
+    (`sizing.ui_sizing`); `nodes` overrides its node count.
     """
-    synthesizer = Synthesizer(recipe, variant_key, strategy, profile, nodes, requirements)
+    synthesizer = Synthesizer(
+        recipe, variant_key, strategy, profile, nodes, requirements, sizing=sizing
+    )
     return synthesizer.render(features, modes, ungated)
 
 

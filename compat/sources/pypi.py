@@ -144,11 +144,17 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
         dest.unlink()  # corrupted or truncated: refuse it and fetch again
     if progress:
         progress(f"downloading vllm {version} sdist ({entry.get('size', '?')} bytes)")
+    _download_verified(entry["url"], sha, dest, f"vllm-{version}.tar.gz", "--vllm", opener)
+    return dest, sha
+
+
+def _download_verified(url: str, sha: str, dest: Path, name: str, where: str, opener: Opener) -> None:
+    """Download to a temporary file, check the sha256, then move it to `dest` (nothing else lands)."""
     try:
-        data = opener(entry["url"], {})
+        data = opener(url, {})
     except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
-        raise UserError(f"cannot download vllm {version} sdist: {type(exc).__name__}: {exc}",
-                        where="--vllm") from None
+        what = name.removesuffix(".tar.gz").replace("-", " ", 1) + (" sdist" if name.endswith(".tar.gz") else "")
+        raise UserError(f"cannot download {what}: {type(exc).__name__}: {exc}", where=where) from None
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmpname = tempfile.mkstemp(prefix=".download-", dir=dest.parent)
     try:
@@ -157,15 +163,48 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
         got = _sha256(Path(tmpname))
         if got != sha:
             raise UserError(
-                f"sha256 mismatch for vllm-{version}.tar.gz: index says {sha}, download is {got}; "
+                f"sha256 mismatch for {name}: index says {sha}, download is {got}; "
                 "refusing it (nothing cached)",
-                where="--vllm",
+                where=where,
             )
         os.replace(tmpname, dest)
     finally:
         if os.path.exists(tmpname):
             os.unlink(tmpname)
-    return dest, sha
+
+
+_STABLE = re.compile(r"\d+(\.\d+)*")
+
+
+def fetch_wheel(package: str, version: str | None = None, opener: Opener | None = None,
+                cache: Path | None = None) -> tuple[Path, str, str]:
+    """(path, sha256, version) of a pure-Python wheel, the newest stable release unless
+    `version` is given; sha-checked and cached by hash like the sdists (offline: the
+    cached index answer and the cached wheel)."""
+    cache = cache or cache_dir()
+    opener = opener or _default_open
+    doc = _index(package, opener, cache)
+    prefix = package.replace("-", "_") + "-"
+    found: dict[str, dict] = {}
+    for f in doc.get("files", []):
+        fn = f.get("filename", "") if isinstance(f, dict) else ""
+        if not (isinstance(fn, str) and fn.startswith(prefix) and fn.endswith("-py3-none-any.whl")):
+            continue
+        ver = fn[len(prefix):].split("-", 1)[0]
+        sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
+        if f.get("yanked") or not isinstance(sha, str) or not _HEX64.fullmatch(sha.lower()):
+            continue
+        if (version is None and _STABLE.fullmatch(ver)) or ver == version:
+            found[ver] = f
+    if not found:
+        raise UserError(f"no {package} wheel {version or '(stable)'} on the package index", where=package)
+    ver = version if version in found else max(found, key=release_key)
+    entry = found[ver]
+    sha = entry["hashes"]["sha256"].lower()
+    dest = cache / "wheels" / f"{sha}.whl"
+    if not (dest.is_file() and _sha256(dest) == sha):
+        _download_verified(entry["url"], sha, dest, entry["filename"], package, opener)
+    return dest, sha, ver
 
 
 def _wanted(name: str) -> bool:

@@ -137,6 +137,7 @@ def verdict_row(c: Combination, version: str, o: Outcome, *, judged: int, pinned
         "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": command_id,
         "chain": json.dumps(o.chain), "cause_kind": "", "cause": "", "cause_id": None,
         "profiles": ",".join(c.profiles),
+        "source": c.source,
     }
 
 

@@ -125,7 +125,8 @@ def renderer(repo: RecipesRepo) -> Render:
     memo: dict[tuple, Combination | None] = {}
 
     def render(c: Combination, omit: frozenset[str]) -> Combination | None:
-        key = (c.recipe, c.variant, c.strategy, c.profiles[:1], c.features, c.picks, c.gated, omit)
+        key = (c.recipe, c.variant, c.strategy, c.profiles[:1], c.features, c.picks, c.gated,
+               c.sizing, omit)
         if key in memo:
             return memo[key]
         recipe = repo.recipes.get(c.recipe)
@@ -133,7 +134,8 @@ def renderer(repo: RecipesRepo) -> Render:
         profile = repo.hardware.get(c.profiles[0]) if c.profiles else None
         out = None
         if recipe is not None and strategy is not None and profile is not None and not c.omni:
-            syn = Synthesizer(recipe, c.variant, strategy, profile, requirements=requirements, omit=omit)
+            syn = Synthesizer(recipe, c.variant, strategy, profile, requirements=requirements, omit=omit,
+                              sizing=c.sizing)  # the sizes the row was rendered at (its source's)
             features = [f for f in c.features if f"features.{f}" not in omit]
             result = syn.render(features, dict(c.picks), ungated=(c.feature,) if c.gated else ())
             out = replace(c, argvs=result.argvs, model_id=syn.model, problems=(), sources=result.sources)
@@ -155,16 +157,21 @@ def causes(c: Combination, outcome: Outcome, judge: Judge, render: Render,
     if c.omni:
         return [Cause("omni", "meta.tasks", finding=outcome.reason, finding_key="omni")]
     found: list[Cause] = []
+    # The combination judged without each element, shared by its decisive findings (every
+    # node of a deployment repeats the head's findings under its own role).
+    without: dict[str, Outcome] = {}
     for step, key in decisive(outcome):
         if step.startswith("recipe problem: "):
             found.append(Cause("recipe", _problem_field(step), finding=step, finding_key=key))
             continue
         explained = None
         for element in candidates(c):
-            alt = render(c, frozenset({element}))
-            if alt is None:
-                continue
-            again = judge.judge(alt)
+            again = without.get(element)
+            if again is None:
+                alt = render(c, frozenset({element}))
+                if alt is None:
+                    continue
+                again = without[element] = judge.judge(alt)
             if not has(again, outcome.status, key) and not _worse(again, outcome):
                 explained = element
                 break

@@ -26,6 +26,8 @@ NOTE = "note"
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
 EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
+# Speculative methods whose draft vLLM derives from the target's own config (hf_config_override).
+TARGET_DRAFTED = frozenset({"mtp"})
 
 
 @dataclass
@@ -95,6 +97,18 @@ def known_flag(k: Knowledge, t: Any) -> dict[str, Any] | None:
     return k.flags.get(flag) or (k.flags.get(t.raw.split("=")[0]) if t.is_short else None)
 
 
+#: Flags saying only which node of a deployment a command runs on. No model, parallel-layout
+#: or gate check reads them, so the nodes of one deployment share those checks' findings.
+NODE_POSITION_FLAGS = frozenset({"--node-rank", "--headless", "--data-parallel-start-rank"})
+
+
+def _layout(args: ServeArgs) -> tuple:
+    """What the model checks read of an argv: everything but the node-position flags."""
+    return (args.model, tuple(args.positionals),
+            tuple((t.flag, t.subkey, t.value, t.negated) for t in args.tokens
+                  if t.flag not in NODE_POSITION_FLAGS))
+
+
 def _cls_ev(cap: dict[str, Any] | None) -> str:
     return f"{cap['file']}:{cap['line']}" if cap and cap.get("file") else ""
 
@@ -113,6 +127,7 @@ class Judge:
         # Draft mappings met while judging recipe models (added to draft_mapping / v_draft).
         self.drafts: dict[tuple, dict[str, Any]] = {}
         self._meta: dict[str, Any] = {}
+        self._gate_hits: dict[str, list[tuple[str, Any, dict[str, Any]]]] = {}
 
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
@@ -125,6 +140,7 @@ class Judge:
         for p in c.problems:
             out.add(Finding("unknown", f"recipe problem: {p}"))
         facts = self.models.resolve(c.model_id)
+        by_layout: dict[tuple, list[Finding]] = {}  # model findings (unprefixed) per layout
         for role, argv in c.argvs:
             args = _parse(argv)
             prefix = f"{role}: " if role else ""
@@ -132,8 +148,12 @@ class Judge:
                 out.add(f)
             for f in self._parsers(args, prefix):
                 out.add(f)
-            for f in self._model(c, args, facts, prefix):
-                out.add(f)
+            layout = _layout(args)
+            if layout not in by_layout:
+                by_layout[layout] = self._model(c, args, facts, "")
+            for f in by_layout[layout]:  # each node's findings carry its role, keys too
+                out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else "")
+                        if prefix else f)
         if not out.chain:
             out.add(Finding("ok", "no check failed"))
         return out
@@ -211,15 +231,15 @@ class Judge:
         if facts.status != "resolved" and facts.candidates:
             return self._over_candidates(c, args, facts, prefix)
         if facts.status != "resolved" or not facts.architectures:
-            out.append(Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}"))
-            return out
+            return self._without_target(c, args, facts, prefix, f"model config of {c.model_id} unresolved") or [
+                Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}")]
         arch = facts.architectures[0]
         cap = k.caps.get((c.platform, arch))
         src = f"{facts.source}{' (inferred)' if facts.inferred else ''}"
         if cap is None:
-            out.append(Finding("unknown", f"{prefix}{arch} ({c.model_id}, from {src}) is not in vLLM "
-                               f"{k.version}'s registry; vLLM may fall back to the Transformers backend"))
-            return out
+            missing = (f"{arch} ({c.model_id}, from {src}) is not in vLLM {k.version}'s registry; "
+                       "vLLM may fall back to the Transformers backend")
+            return self._without_target(c, args, facts, prefix, missing) or [Finding("unknown", prefix + missing)]
         if pp > 1:
             if cap["supports_pp"] is None:
                 out.append(Finding("unknown", f"{prefix}supports_pp of {arch} unknown at {k.version}"))
@@ -251,7 +271,7 @@ class Judge:
             out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage,
                             prefix + f.key if f.key else "") for f in spec_findings]
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
-        for status, rule, row in gates.apply(k, ctx):
+        for status, rule, row in self._gates(ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
                                gates.message(rule, ctx, cap),
                                [f"{row['file']}:{row['line']}" if row.get("file") else ""],
@@ -262,6 +282,17 @@ class Judge:
                                "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
                                "Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)]))
         return out
+
+    def _gates(self, ctx: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
+        """gates.apply, once per distinct context (every node of a deployment shares one).
+
+        The context holds JSON values only; its sorted JSON text is the key.
+        """
+        key = json.dumps(ctx, sort_keys=True, default=repr)
+        hits = self._gate_hits.get(key)
+        if hits is None:
+            hits = self._gate_hits[key] = gates.apply(self.k, ctx)
+        return hits
 
     def _over_candidates(self, c: Combination, args: ServeArgs, facts: ModelFacts,
                          prefix: str) -> list[Finding]:
@@ -284,6 +315,46 @@ class Judge:
         split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
         return [Finding("unknown", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
                         f"{names} and they disagree ({split})")]
+
+    def _without_target(self, c: Combination, args: ServeArgs, facts: ModelFacts,
+                        prefix: str, missing: str) -> list[Finding] | None:
+        """The target's config (or its class) is unknown: decide anyway when no value of it can
+        change the verdict. `missing` says what is unknown.
+
+        The "every candidate agrees" rule of `_over_candidates`, with every possible target as
+        the candidates. A check that reads nothing of the target (the draft of a method whose
+        draft is its own checkpoint, when it inherits the target's PP size) blocks: `blocked`
+        outranks every status, so no target changes the status. The message stays that
+        check's unless a target check that comes before it could raise another: the target's
+        own PP check raises the same PP message; expert parallel on a model not known to be
+        MoE could raise the EP message, and then the candidates disagree: None (unknown).
+        """
+        spec = args.speculative_config
+        method = spec.get("method") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or (isinstance(method, str) and self.k.methods.get(method) in TARGET_DRAFTED):
+            return None
+        placeholder = replace(facts, architectures=(), model_type=None, config=None)
+        key = (c.platform, c.model_id, "", json.dumps(args.speculative_config, sort_keys=True),
+               args.pipeline_parallel_size)
+        if key not in self._spec_cache:
+            self._meta = {}
+            self._spec_cache[key] = (self._spec(c.platform, args, placeholder, {}), self._meta)
+        found, meta = self._spec_cache[key]
+        if meta.get("method") in TARGET_DRAFTED or meta.get("draft_pp") is None:
+            return None  # the draft is derived from the target's config, or its PP is unknown
+        blocking = next((f for f in found if f.status == "blocked"), None)
+        if blocking is None:
+            return None
+        earlier = set()
+        if args.pipeline_parallel_size > 1:
+            earlier.add(PP_MSG)
+        if args.enable_expert_parallel and self.recipe_moe.get(c.recipe) is not True:
+            earlier.add(EP_MSG)
+        if earlier - {blocking.message}:
+            return None
+        head = Finding(NOTE, f"{prefix}{missing}; not needed: the draft check below reads nothing of "
+                       "the target and blocks, whatever the target is")
+        return [head, *(Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in found)]
 
     def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
         if facts.config:
@@ -348,6 +419,12 @@ class Judge:
             if runner is None or not runner.available:
                 return [Finding("unknown", f"{step}: hf_config_override of vLLM {k.version} unavailable")]
             res = runner.run(self._target_config(facts))
+            if res.status == "error" and facts.config is None and facts.num_nextn_predict_layers is None:
+                # The config was rebuilt from facts that leave the MTP layers out (no config.json
+                # read): vLLM's error may be about a field we do not know, not one the model lacks.
+                return [Finding("unknown", f"{step}: hf_config_override on {facts.model_id} raises on a config "
+                                f"rebuilt without its MTP layer count ({res.detail}); the real config.json "
+                                "decides", key="spec:mtp_config")]
             if res.status != "ok":
                 return [Finding("blocked" if res.status == "error" else "unknown",
                                 f"{step}: hf_config_override on {facts.model_id}: {res.detail}", res.detail)]
@@ -381,7 +458,7 @@ class Judge:
                         how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
                         draft_archs = rew
         inherits = pp_src in ("target", "target_config")
-        if draft_archs:
+        if draft_archs and facts.architectures:  # no v_draft row for a target whose config is unknown
             dcap0 = k.caps.get((platform, draft_archs[0]))
             self._meta["draft_cap"] = dcap0
             key = (platform, facts.model_type or "", facts.architectures[0], canonical, draft_archs[0])
