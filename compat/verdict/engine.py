@@ -132,7 +132,6 @@ class Judge:
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
         out = Outcome(version=self.k.version)
-        k = self.k
         if c.omni:
             out.add(Finding("unknown", "served by vLLM-Omni (meta.tasks has omni), a separate package "
                             "with its own flags; not checked against vLLM"))
