@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from compat import db as dbm
 from compat.hf.release_sources import newest_tree as _newest_tree
 from compat.hf.release_sources import transformers_checkpoints as _transformers_checkpoints
 from compat.scan import release_facts, write_facts
@@ -17,8 +16,15 @@ Progress = Callable[[str], None]
 
 def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
          use_cache: bool = True, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Scan releases into `db_path` (atomically); returns a summary row per release."""
-    dbm.ensure_writable(db_path)
+    """Scan releases into `db_path` (atomically); returns a summary row per release.
+
+    Written with sqlite3 alone (compat.dbfile), so a scan never imports SQLAlchemy; a
+    database holding tables of another shape (an older vllm-compat wrote it) goes
+    through compat.db like every other command.
+    """
+    from compat import dbfile
+
+    dbfile.ensure_writable(db_path)
     trees = open_trees(versions, srcs, installed, progress)
     summary = []
     facts_all = []
@@ -31,9 +37,16 @@ def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
             "pp": sum(1 for r in caps if r["supports_pp"]), "cached": cached,
             "seconds": facts["release"].get("seconds", 0.0),
         })
-    with dbm.writing(db_path) as engine:
-        for facts in facts_all:
-            write_facts(engine, facts)
+    try:
+        with dbfile.writing(db_path) as con:
+            for facts in facts_all:
+                write_facts(con, facts)
+    except dbfile.SchemaDiffers:
+        from compat import db as dbm
+
+        with dbm.writing(db_path) as engine:
+            for facts in facts_all:
+                write_facts(engine, facts)
     return summary
 
 
@@ -70,6 +83,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     With `facts_lock`, the lock answers first for every id it holds (offline)."""
     import time
 
+    from compat import db as dbm
     from compat.errors import UserError
     from compat.hf import ModelResolver
     from compat.recipes import enumerate_repo, load_repo
@@ -167,6 +181,7 @@ def _judge_all(engine: Any, combos: list[Any], releases: list[str], explicit: bo
     import json
     from collections import Counter
 
+    from compat import db as dbm
     from compat.fix.context import Row as FixRow
     from compat.verdict.batch import CauseBook, Sweep, later_than, unavailable_row
 

@@ -3,26 +3,27 @@
 Writes are atomic: a command works on a copy of the database next to it and moves
 the copy over the original only when everything succeeded, so an interrupted or
 failed run leaves the previous database untouched, and two runs never interleave
-rows (the later finisher wins whole).
+rows (the later finisher wins whole); compat.dbfile holds that copy, and writes the
+scan's rows without SQLAlchemy from schema/tables.json, which is generated from the
+tables here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, event, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel, create_engine
 
+from compat import dbfile
+from compat.dbfile import APPLICATION_ID, ensure_writable  # noqa: F401 (the API)
 from compat.errors import UserError
-from compat.resources import schema_dir
 
 
 
@@ -335,15 +336,6 @@ RELEASE_TABLES = [ArchCapability, SpecMethod, DraftParallel, DraftMapping, GateS
                   RaiseMessage, CliFlag, CliValue, ConfigField, ParserName, ClassAttrFact, ReleaseFact]
 
 
-#: `PRAGMA application_id` of every database vllm-compat writes ("vcdb"), so a foreign
-#: SQLite file is told apart from ours (older databases without it are known by their tables).
-APPLICATION_ID = 0x76636462
-
-
-def _views_sql() -> str:
-    return (schema_dir() / "views.sql").read_text(encoding="utf-8")
-
-
 def engine_for(path: Path) -> Engine:
     return create_engine(f"sqlite:///{path}")
 
@@ -375,7 +367,7 @@ def init_schema(engine: Engine) -> None:
     _add_missing_columns(engine)
     raw = engine.raw_connection()
     try:
-        raw.executescript(f"PRAGMA application_id = {APPLICATION_ID};\n" + _views_sql())  # type: ignore[attr-defined]
+        raw.executescript(f"PRAGMA application_id = {APPLICATION_ID};\n" + dbfile.views_sql())  # type: ignore[attr-defined]
         raw.commit()
     finally:
         raw.close()
@@ -383,83 +375,50 @@ def init_schema(engine: Engine) -> None:
 
 @contextlib.contextmanager
 def writing(path: Path) -> Iterator[Engine]:
-    """An engine on a private copy of `path`; the copy replaces `path` only on success."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UserError(f"directory does not exist: {parent}", where="--db")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    os.close(fd)
-    engine = None
-    try:
-        if path.exists():
-            try:
-                src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-                try:
-                    _refuse_foreign(src, path)
-                    dst = sqlite3.connect(tmp)
-                    src.backup(dst)
-                    dst.close()
-                finally:
-                    src.close()
-            except sqlite3.DatabaseError as exc:
-                raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
-        engine = engine_for(Path(tmp))
-        init_schema(engine)
-        yield engine
-        engine.dispose()
-        engine = None
-        # mkstemp makes 0600; keep the old file's mode, else what a new file would get.
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if engine is not None:
-            engine.dispose()
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def ensure_writable(path: Path) -> None:
-    """Fail fast, before any work, when `path` exists but is not a vllm-compat database."""
-    path = Path(path)
-    if not path.exists():
-        return
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    """An engine on a private copy of `path` (compat.dbfile.private_copy): the copy replaces
+    `path` only on success."""
+    with dbfile.private_copy(path) as tmp:
+        engine = engine_for(tmp)
+        event.listen(engine, "connect", _scratch_pragmas)
         try:
-            _refuse_foreign(con, path)
+            init_schema(engine)
+            yield engine
         finally:
-            con.close()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
+            engine.dispose()
 
 
-def _refuse_foreign(con: sqlite3.Connection, path: Path) -> None:
-    """UserError unless `path` is empty, carries our application id, or holds only our tables.
-
-    Writing into someone else's SQLite file would add a dozen tables to it.
-    """
-    if con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
-        return
-    names = {r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")}
-    ours = {t.__tablename__ for t in TABLES} | set(_view_names())  # type: ignore[attr-defined]
-    foreign = sorted(names - ours)
-    if foreign or (names and "release" not in names):
-        listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise UserError(f"not a vllm-compat database (it holds {listed or 'other tables'}); "
-                        "refusing to write into it, give another --db", where=str(path))
+def _scratch_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    for pragma in dbfile.SCRATCH_PRAGMAS:
+        dbapi_connection.execute(pragma)
 
 
-def _view_names() -> list[str]:
-    import re
-
-    return re.findall(r"CREATE VIEW (?:IF NOT EXISTS )?(\w+)", _views_sql(), flags=re.I)
+def schema_document() -> dict[str, Any]:
+    """What `create_all` makes of the models, as compat.dbfile reads it from schema/tables.json:
+    each CREATE statement as SQLite stores it, in creation order, and each column's default."""
+    engine = create_engine("sqlite://")
+    SQLModel.metadata.create_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        objects = conn.exec_driver_sql(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid").fetchall()
+    created = []  # each table, then its indexes by name (create_all's index order is a set's)
+    for kind, name, _table, sql in objects:
+        if kind == "table":
+            created.append((name, sql))
+            created += sorted((n, q) for k, n, t, q in objects if k == "index" and t == name)
+    tables = {}
+    for model in TABLES:
+        t = model.__table__  # type: ignore[attr-defined]
+        tables[t.name] = {"columns": [{
+            "name": c.name,
+            "default": c.default.arg if c.default is not None and not callable(c.default.arg) else None,
+        } for c in t.columns]}
+    return {
+        "about": "Generated from the SQLModel tables in compat/db.py by tools/update_schema.py; "
+                 "do not edit. compat.dbfile creates and fills these tables without SQLAlchemy.",
+        "statements": [{"name": name, "sql": sql} for name, sql in created],
+        "tables": tables,
+        "release_tables": [t.__tablename__ for t in RELEASE_TABLES],  # type: ignore[attr-defined]
+    }
 
 
 def reading(path: Path) -> Engine:

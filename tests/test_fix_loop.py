@@ -100,24 +100,14 @@ def test_works_from_is_what_bisect_finds(loop: dict[str, Path], snapshot: Path, 
     assert max((r["works_from"] for r in rows), key=release_key) == found
 
 
-def _site_tool():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "tools" / "recipes_site" / "compare.py"
-    spec = importlib.util.spec_from_file_location("recipes_site_compare", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_sites_own_synthesizer_emits_nothing_fixable_that_fails(loop: dict[str, Path], snapshot: Path,
                                                                    compat_cache: Path) -> None:
     """command-synthesis.js (the builder at default sizes) and build-recipes-api.mjs, run under
     node on the applied copy: every command they emit is one the rebuild judged, with the same
     argv, and none is blocked at its pin under a cause that has a fix (nor held as gated)."""
-    tool = _site_tool()
+    from tests.site_tool import load_compare
+
+    tool = load_compare()
     try:
         tool.node_binary()
         modules = tool.js_yaml_modules(compat_cache)

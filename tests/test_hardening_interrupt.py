@@ -5,8 +5,9 @@ PYTHONPATH) that slows one stage down and drops a marker file when the stage sta
 the test can send SIGINT at a known point without depending on machine speed:
 
 * `compute_facts`: the static scan of a release (before the database is opened);
-* `replace_rows`: inside `compat.db.writing`, while the private copy of the database is
-  being filled (the temp file exists next to the database at that moment).
+* `replace_rows`: inside `compat.db.writing` (build) or `compat.dbfile.writing` (scan), while
+  the private copy of the database is being filled (the temp file exists next to the
+  database at that moment).
 
 The product code is not changed for this; the stage is wrapped from outside.
 """
@@ -60,6 +61,8 @@ if _cfg["stage"] == "compute_facts":
 elif _cfg["stage"] == "replace_rows":
     import compat.db as _m
     _m.replace_rows = _slow("replace_rows", _m.replace_rows)
+    import compat.dbfile as _f  # the scan's writer (sqlite3 alone)
+    _f.replace_rows = _slow("replace_rows", _f.replace_rows)
 '''
 
 

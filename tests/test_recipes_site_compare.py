@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from compat.recipes.enumerate import Render
 from compat.recipes.sizing import PdPool, Sizing
-
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "recipes_site" / "compare.py"
-
+from tests.site_tool import load_compare
 
 @pytest.fixture(scope="module")
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("recipes_site_compare", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_compare()
 
 
 def _render(**kw: object) -> Render:

@@ -10,10 +10,7 @@ cache; without node or the registry these tests skip and say why.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,26 +18,15 @@ import pytest
 from compat.recipes import load_repo
 from compat.recipes.enumerate import iter_renders
 from compat.recipes.sizing import PdPool
+from tests.site_tool import load_compare
 
 pytestmark = pytest.mark.slow
-
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "recipes_site" / "compare.py"
-
-
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("recipes_site_compare", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
 def site(
     snapshot: Path, compat_cache: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    tool = _tool()
+    tool = load_compare()
     try:
         tool.node_binary()
         modules = tool.js_yaml_modules(compat_cache)

@@ -11,15 +11,12 @@ Works offline once a release is cached: the index answer is cached too.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 import re
 import shutil
 import tarfile
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,6 +55,8 @@ def cache_dir() -> Path:
 
 
 def _default_open(url: str, headers: dict[str, str]) -> bytes:
+    import urllib.request  # here: a scan of a local tree never goes online (~25 ms of imports)
+
     req = urllib.request.Request(url, headers=headers)
     with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:  # noqa: S310 (https index)
         return resp.read()
@@ -65,6 +64,9 @@ def _default_open(url: str, headers: dict[str, str]) -> bytes:
 
 def _index(package: str, opener: Opener, cache: Path) -> dict:
     """The index's file list for a package; cached so offline re-runs work."""
+    import http.client
+    import urllib.error
+
     cached = cache / "index" / f"{package}.json"
     try:
         data = opener(f"{INDEX_URL}/{package}/", {"Accept": _ACCEPT})
@@ -151,6 +153,9 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
 
 def _download_verified(url: str, sha: str, dest: Path, name: str, where: str, opener: Opener) -> None:
     """Download to a temporary file, check the sha256, then move it to `dest` (nothing else lands)."""
+    import http.client
+    import urllib.error
+
     try:
         data = opener(url, {})
     except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:

@@ -37,6 +37,8 @@ class VllmTree:
     _ast: dict[str, ast.Module | None] = field(default_factory=dict, repr=False)
     _text: dict[str, str | None] = field(default_factory=dict, repr=False)
     _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _fingerprint: str | None = field(default=None, repr=False)
+    _py_files: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def path(self, rel: str) -> Path:
         return self.root / rel
@@ -56,10 +58,13 @@ class VllmTree:
         return self._text[rel]
 
     def drop_parsed(self) -> None:
-        """Forget parsed modules and file texts (facts computed; the ASTs are hundreds of MB)."""
+        """Forget parsed modules, file texts, listings and the fingerprint (facts computed; the
+        ASTs are hundreds of MB)."""
         self._ast.clear()
         self._text.clear()
         self._lines.clear()
+        self._fingerprint = None
+        self._py_files.clear()
 
     def lines(self, rel: str) -> list[str]:
         """Source lines of a file ([] when missing), for slicing by AST line numbers."""
@@ -88,25 +93,34 @@ class VllmTree:
         return tree
 
     def py_files(self, under: str = "vllm") -> list[str]:
-        """Relative paths of every .py file below `under`, sorted for determinism."""
-        base = self.root / under
-        out = []
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for fn in filenames:
-                if fn.endswith(".py"):
-                    out.append(os.path.relpath(os.path.join(dirpath, fn), self.root).replace(os.sep, "/"))
-        return sorted(out)
+        """Relative paths of every .py file below `under`, sorted for determinism (kept, like
+        the parsed modules: the fingerprint, the scan and several stages list `vllm/`)."""
+        if under not in self._py_files:
+            base = self.root / under
+            out = []
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+                for fn in filenames:
+                    if fn.endswith(".py"):
+                        out.append(os.path.relpath(os.path.join(dirpath, fn), self.root).replace(os.sep, "/"))
+            self._py_files[under] = sorted(out)
+        return list(self._py_files[under])
 
     def fingerprint(self) -> str:
-        """Identity of the analysed content: the sdist hash, else a hash of file stats."""
+        """Identity of the analysed content: the sdist hash, else a hash of file stats.
+
+        Kept with the parsed modules (the cache key and the release row both ask; a stat of
+        every file is ~50 ms) and forgotten with them.
+        """
         if self.sha256:
             return self.sha256
-        h = hashlib.sha256()
-        for rel in self.py_files("vllm"):
-            st = (self.root / rel).stat()
-            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        return "tree-" + h.hexdigest()[:40]
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            for rel in self.py_files("vllm"):
+                st = (self.root / rel).stat()
+                h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            self._fingerprint = "tree-" + h.hexdigest()[:40]
+        return self._fingerprint
 
 
 def read_version(root: Path) -> tuple[str | None, str | None]:

@@ -161,7 +161,6 @@ class Judge:
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
         out = Outcome(version=self.k.version)
-        k = self.k
         if c.omni:
             out.add(Finding("unknown", "served by vLLM-Omni (meta.tasks has omni), a separate package "
                             "with its own flags; not checked against vLLM"))
@@ -176,7 +175,7 @@ class Judge:
             checked = self.arguments(argv)
             if checked is None:  # no argparse facts for this release, or a rewrite not verified
                 if self.k.values and not argv_rewrite_verified(self.k):
-                    out.add(Finding(NOTE, f"{prefix}vLLM {k.version}'s argv rewrite "
+                    out.add(Finding(NOTE, f"{prefix}vLLM {self.k.version}'s argv rewrite "
                                     f"(FlexibleArgumentParser.parse_args) is not one the argument replay is "
                                     "verified against; flag names are checked, and what the replay rejects "
                                     "is unknown"))

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-from pathlib import Path
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from compat.errors import LayoutError
 from compat.sources.tree import VllmTree
-from compat.vllm.capabilities import FLAGS, analyze_release
-from compat.vllm.registry import read_registry
-from compat.vllm.scope import ModuleIndex
+
+if TYPE_CHECKING:
+    from compat.vllm.scope import ModuleIndex
+
+# The analysis modules are imported where they are used: after the fork, each worker
+# loads (and, without bytecode caches, compiles) only its share's, at the same time.
 
 
 def _b(v: bool | None) -> int | None:
@@ -19,6 +23,9 @@ def _b(v: bool | None) -> int | None:
 
 
 def capability_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex) -> tuple[list[dict], Any]:
+    from compat.vllm.capabilities import FLAGS, analyze_release
+    from compat.vllm.registry import read_registry
+
     entries = read_registry(tree)
     caps, rules = analyze_release(tree, entries, platforms, index)
     rows = []
@@ -35,31 +42,13 @@ def capability_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleInd
     return rows, rules
 
 
-def raise_rows_of(tree: VllmTree) -> list[dict]:
+def raise_rows_of(tree: VllmTree, files: list[str] | None = None) -> list[dict]:
+    """The raise inventory (compat.vllm.raises) of the tree, or of some of its files."""
     from compat.vllm.raises import scan_raises
 
-
     return [{"file": s.file, "line": s.line, "exception": s.exception or "",
-             "template": s.template, "condition": s.condition or ""} for s in scan_raises(tree).sites]
-
-
-def _raise_rows_at(root: str, version: str) -> list[dict]:
-    """Worker: the raise inventory of a tree, computed in a process of its own."""
-    return raise_rows_of(VllmTree(root=Path(root), version=version, origin="src"))
-
-
-# Raise inventories being computed by a worker process, by id(tree).
-_PENDING: dict[int, Any] = {}
-
-
-def _raise_rows(tree: VllmTree) -> list[dict]:
-    pending = _PENDING.pop(id(tree), None)
-    if pending is not None:
-        try:
-            return pending.get(timeout=600)
-        except Exception:  # the worker failed: compute here instead
-            pass
-    return raise_rows_of(tree)
+             "template": s.template, "condition": s.condition or ""}
+            for s in scan_raises(tree, files=files).sites]
 
 
 def release_row(tree: VllmTree, pp_rule: str | None, notes: list[str]) -> dict[str, Any]:
@@ -71,60 +60,213 @@ def release_row(tree: VllmTree, pp_rule: str | None, notes: list[str]) -> dict[s
     }
 
 
+#: Where the model classes live: the capability stage parses most of these files, so their
+#: raise inventory is best taken after it, from the same parses.
+MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
+
+Say = Callable[[str], None]
+
+
 def compute(tree: VllmTree, platforms: tuple[str, ...],
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every fact table of the release.
+
+    Parsing is most of the cost, and a parsed module cannot be handed between processes
+    for less than parsing it again, so the work is split by what each part parses: the
+    model share (capabilities and drafts) and the surface share (flags, parsers, gates,
+    class attributes). The raise inventory is a queue of files both take chunks from when
+    their own part is done, the model files last: by then the model share has parsed
+    them, and the surface share takes some only when it would otherwise sit idle. With
+    two cores the shares run in forked workers (see _in_workers), else one after the
+    other here. Either way the rows are the same and in the same order.
+    """
     say = progress or (lambda _m: None)
-    index = ModuleIndex(tree)
-    # The raise inventory parses ~300 files nothing else needs; with a second core it runs
-    # in a forked worker while this process resolves classes, drafts and flags.
-    pool = _start_raise_worker(tree)
+    files = tree.py_files("vllm")
+    queued = ([f for f in files if not f.startswith(MODEL_DIRS)]
+              + [f for f in files if f.startswith(MODEL_DIRS)])
+    with rare_young_collections():
+        shares = _in_workers(tree, platforms, queued, say)
+        if shares is None:
+            queue = RaiseQueue(queued)
+            shares = (_model_share(tree, platforms, queue, say), _surface_share(tree, platforms, queue, say))
+    models, surface = shares
+    facts: dict[str, Any] = {**models["facts"], **surface["facts"]}
+    if surface["raises_kept"]:
+        order = {f: i for i, f in enumerate(files)}
+        facts["raise_message"] = sorted(models["raises"] + surface["raises"], key=lambda r: order[r["file"]])
+    facts["release"] = release_row(tree, models["pp_rule"], models["notes"] + surface["notes"])
+    return facts
+
+
+@contextlib.contextmanager
+def rare_young_collections(threshold: int = 100_000) -> Iterator[None]:
+    """Fewer passes of the cyclic garbage collector while a release's modules are parsed.
+
+    ast.parse allocates millions of nodes that all live until the facts are computed, and
+    at the default threshold (700 allocations) the collector walks them again and again:
+    at 0.33.0 those passes were 2.6 s of the 4.7 s model share (measured with gc disabled).
+    The nodes form no reference cycles, so collecting less often frees nothing later; the
+    forked workers inherit the setting.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], threshold), *old[1:])
     try:
-        say(f"{tree.version}: registry and capabilities")
-        caps, rules = capability_rows(tree, platforms, index)
-        notes = list(rules.notes)
-        facts: dict[str, Any] = {"arch_capability": caps}
-        say(f"{tree.version}: speculative decoding")
-        spec, spec_notes = speculative_rows(tree, platforms, caps)
-        facts.update(spec)
-        notes += spec_notes
-        for name, fn in _EXTRA_STAGES:
-            say(f"{tree.version}: {name}")
-            try:
-                rows, stage_notes = fn(tree, platforms, index)
-            except LayoutError as exc:
-                rows, stage_notes = {}, [f"{name}: {exc.line()}"]
-            facts.update(rows)
-            notes += stage_notes
-        facts["release"] = release_row(tree, rules.pp_rule, notes)
-        return facts
+        yield
     finally:
-        if pool is not None:
-            _PENDING.pop(id(tree), None)
-            pool.terminate()
-            pool.join()
+        gc.set_threshold(*old)
 
 
-def _quiet_worker() -> None:
-    """Signals are the parent's to handle (it terminates the worker): no worker traceback,
-    and none of the parent's handlers (e.g. the CLI's SIGTERM message) run in the fork."""
+class RaiseQueue:
+    """Files whose raise inventory is still to be taken, claimed a chunk at a time by whichever
+    share is free; with forked workers the position is an integer in shared memory."""
+
+    CHUNK = 4  # small: the last claims decide how long one share waits for the other
+
+    def __init__(self, files: list[str], position: Any = None) -> None:
+        self.files = files
+        self._shared = position
+        self._local = 0
+
+    def claim(self) -> list[str]:
+        if self._shared is None:
+            i, self._local = self._local, self._local + self.CHUNK
+        else:
+            with self._shared.get_lock():
+                i = self._shared.value
+                self._shared.value = i + self.CHUNK
+        return self.files[i:i + self.CHUNK]
+
+    def drain(self, tree: VllmTree) -> list[dict]:
+        rows: list[dict] = []
+        while chunk := self.claim():
+            rows += raise_rows_of(tree, chunk)
+        return rows
+
+
+def _model_share(tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue,
+                 say: Say) -> dict[str, Any]:
+    from compat.vllm.scope import ModuleIndex
+
+    index = ModuleIndex(tree)
+    say(f"{tree.version}: registry and capabilities")
+    caps, rules = capability_rows(tree, platforms, index)
+    say(f"{tree.version}: speculative decoding")
+    spec, spec_notes = speculative_rows(tree, platforms, caps)
+    return {"facts": {"arch_capability": caps, **spec}, "notes": list(rules.notes) + spec_notes,
+            "pp_rule": rules.pp_rule, "raises": queue.drain(tree)}
+
+
+def _surface_share(tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue,
+                   say: Say) -> dict[str, Any]:
+    from compat.vllm.scope import ModuleIndex
+
+    index = ModuleIndex(tree)
+    facts: dict[str, Any] = {}
+    notes: list[str] = []
+    # The raise inventory was part of the surface stage: a release whose surface cannot be
+    # read keeps none, as before.
+    kept = True
+    for name, fn in _EXTRA_STAGES:
+        say(f"{tree.version}: {name}")
+        try:
+            rows, stage_notes = fn(tree, platforms, index)
+        except LayoutError as exc:
+            rows, stage_notes = {}, [f"{name}: {exc.line()}"]
+            kept = kept and fn is not surface_rows
+        facts.update(rows)
+        notes += stage_notes
+    return {"facts": facts, "notes": notes, "raises": queue.drain(tree), "raises_kept": kept}
+
+
+def _cpus() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _in_workers(tree: VllmTree, platforms: tuple[str, ...], queued: list[str],
+                say: Say) -> tuple[dict, dict] | None:
+    """Both shares in forked workers; None when there is one core, no fork, or a worker
+    failed (the caller then computes here, and a real error surfaces as itself).
+
+    Progress is relayed through the pipes, so only this process calls `say`. The parent
+    holds no parsed module, so nothing hundreds of MB large is freed here afterwards.
+    """
+    import multiprocessing
+    import multiprocessing.connection
+    import time
+
+    if _cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    ctx = multiprocessing.get_context("fork")
+    jobs: list[tuple[Any, Any]] = []
+    try:
+        queue = RaiseQueue(queued, ctx.Value("i", 0))
+        for share in (_model_share, _surface_share):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker, args=(share, tree, platforms, queue, send), daemon=True)
+            proc.start()
+            send.close()
+            jobs.append((proc, recv))
+        results: dict[int, dict] = {}
+        pending = {recv: i for i, (_proc, recv) in enumerate(jobs)}
+        deadline = time.monotonic() + 600
+        while pending:
+            ready = multiprocessing.connection.wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None  # a worker hangs
+            for conn in ready:
+                try:
+                    kind, payload = conn.recv()
+                except EOFError:
+                    return None  # a worker died
+                if kind == "say":
+                    say(payload)
+                elif kind == "done":
+                    results[pending.pop(conn)] = payload
+                else:
+                    return None
+        return results[0], results[1]
+    except OSError:  # no processes or pipes to be had
+        return None
+    finally:
+        for proc, recv in jobs:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+
+
+def _worker(share: Callable[..., dict], tree: VllmTree, platforms: tuple[str, ...],
+            queue: RaiseQueue, conn: Any) -> None:
+    """One share in a forked process; its result goes back through `conn`.
+
+    Signals are the parent's to handle (it terminates the worker): no worker traceback, and
+    none of the parent's handlers (e.g. the CLI's SIGTERM message) run in the fork. It ends
+    with os._exit: its heap (the parsed modules) is the OS's to reclaim, it holds no file,
+    and the stdio buffers it inherited are the parent's to flush.
+    """
+    import os
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _start_raise_worker(tree: VllmTree) -> Any:
-    import multiprocessing
-    import os
-
-    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return None
+    code = 0
     try:
-        pool = multiprocessing.get_context("fork").Pool(1, initializer=_quiet_worker)
-    except OSError:
-        return None
-    _PENDING[id(tree)] = pool.apply_async(_raise_rows_at, (str(tree.root), tree.version))
-    return pool
+        result = share(tree, platforms, queue, lambda msg: conn.send(("say", msg)))
+        conn.send(("done", result))
+    except BaseException as exc:  # noqa: BLE001 (the parent recomputes; this only reports)
+        code = 1
+        try:
+            conn.send(("failed", repr(exc)))
+        except Exception:  # noqa: BLE001
+            pass
+    finally:
+        conn.close()
+        os._exit(code)
 
 
 # (name, fn(tree, platforms, index) -> ({table: rows}, notes)); filled as stages land.
@@ -201,7 +343,8 @@ def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict
 
 
 def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex) -> tuple[dict, list[str]]:
-    """CLI flags (and dotted sub-keys), parser names, the raise inventory, gate anchors."""
+    """CLI flags (and dotted sub-keys), parser names, gate anchors (the raise inventory is
+    taken by both shares, see compute)."""
     from compat.vllm.cli_surface import extract_cli
     from compat.vllm.gates import (check_gates, extract_aux_over_pp_classes, extract_lse_impls,
                                    load_rules)
@@ -229,7 +372,6 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
         for n in ps.names:
             parser_rows.append({"kind": n.kind, "name": n.name, "module": n.module or "",
                                 "class_name": n.class_name or "", "file": n.file, "line": n.line})
-    raise_rows = _raise_rows(tree)
     rules = {r.id: r for r in load_rules()}
     gate_rows = []
     for g in check_gates(tree, list(rules.values())):
@@ -260,7 +402,7 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
     release_rows.append({"key": "boolean_inverse_prefixes", "value": json.dumps(inverse),
                          "file": inverse["file"] if inverse else "", "line": inverse["line"] if inverse else 0})
     return {"cli_flag": flag_rows, "cli_value": value_rows, "config_field": config_rows,
-            "parser_name": parser_rows, "raise_message": raise_rows,
+            "parser_name": parser_rows,
             "gate_status": gate_rows, "class_attr_fact": attr_rows, "release_fact": release_rows}, notes
 
 

@@ -102,6 +102,8 @@ import fnmatch
 import json
 import operator
 import re
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -160,7 +162,8 @@ def load_rules(path: str | Path | None = None, schema_path: str | Path | None = 
 
     p = Path(path) if path is not None else DEFAULT_RULES
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        # libyaml's parser when PyYAML has it: the same documents, a tenth of the time.
+        doc = yaml.load(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError as e:
         raise UserError("gate rules file not found", where=str(p)) from e
     except yaml.YAMLError as e:
@@ -534,6 +537,27 @@ class ClassAttrScan:
         return {c.class_name for c in self.classes}
 
 
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(node: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk(node)` restricted to statements (and the handlers and cases holding them),
+    in the same order, without visiting a single expression.
+
+    A statement only ever sits in a list field of a statement, handler or case (never inside
+    an expression), one level below it, so walking those lists breadth-first meets the
+    statements exactly as ast.walk does. Class and attribute scans visit a tenth of the nodes.
+    """
+    todo = deque([node])
+    while todo:
+        node = todo.popleft()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                todo.extend(v for v in value if isinstance(v, _BLOCKS))
+        yield node
+
+
 def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
                      default_file: str | None = None) -> ClassAttrScan:
     r = SymbolResolver(tree)
@@ -555,7 +579,7 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
         mod = tree.parse(rel)
         if mod is None:
             continue
-        for node in ast.walk(mod):
+        for node in _statements(mod):
             if not isinstance(node, ast.ClassDef):
                 continue
             classes.append(ClassInfo(node.name, rel, node))
@@ -575,7 +599,7 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
                     others.append(fact)
                     if rel == default_file and default is None:
                         default = fact
-            for sub in ast.walk(node):
+            for sub in _statements(node):
                 if (isinstance(sub, ast.Assign) and len(sub.targets) == 1
                         and isinstance(sub.targets[0], ast.Attribute)
                         and sub.targets[0].attr == attr
@@ -603,7 +627,7 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
                 scanned.add(rel)
                 mod = tree.parse(rel)
                 if mod is not None and rel not in {c.file for c in classes}:
-                    classes.extend(ClassInfo(n.name, rel, n) for n in ast.walk(mod)
+                    classes.extend(ClassInfo(n.name, rel, n) for n in _statements(mod)
                                    if isinstance(n, ast.ClassDef))
         for c in classes:
             key = (c.file, c.name)
