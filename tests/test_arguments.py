@@ -8,6 +8,7 @@ a shell placeholder, a validation function) makes its rows fail.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -584,3 +585,52 @@ def test_unverified_rewrite_makes_what_the_replay_rejects_unknown() -> None:
     out = judge.judge(combo)
     assert out.status != "ok" and any("invalid int value: 'x'" in f.message for f in out.findings)
     assert not any(f.status == "blocked" and f.stage == "argument" for f in out.findings)
+
+
+def _both_parsers():
+    from compat.verdict.arguments import _Parser, _take_defaults
+
+    p = _Parser(prog="vllm serve")
+    p.add_argument("model_tag", nargs="?")
+    p.add_argument("--max-model-len", type=int)
+    p.add_argument("--max-num-seqs", type=int)
+    p.add_argument("--max-num-batched-tokens", type=int)
+    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction)
+    p.add_argument("-O", "--compilation-config")
+    p.add_argument("--tool-call-parser", choices=["a", "b"])
+    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int)
+    for i in range(200):
+        p.add_argument(f"--filler-{i}", default="x")
+    _take_defaults(p)
+    return p
+
+
+@pytest.mark.parametrize("args", [
+    ["m", "--max-model-len", "8"],
+    ["m", "--max-model", "8"],               # an abbreviation
+    ["m", "--max-num", "8"],                 # ambiguous: two options start so
+    ["m", "--max-num-seqs=4", "--tp", "2"],
+    ["m", "-O3", "--no-enable-prefix-caching"],
+    ["m", "-O", "{}", "--tool-call-parser", "c"],  # invalid choice
+    ["m", "--max-model-len", "-1"],          # a negative value
+    ["m", "--max-model-len", "--tp", "2"],   # a missing value
+    ["m", "--unknown", "1", "--filler-3", "y"],
+    ["m", "--tensor", "4", "extra"],
+    ["m", "-", "--"],
+])
+def test_the_narrowed_parser_parses_as_the_whole_one(args: list[str]) -> None:
+    """_narrowed keeps only the actions an argv can reach; what argparse makes of the argv,
+    namespace or error message, must not change."""
+    from compat.verdict.arguments import _narrowed, _ParseError
+
+    def outcome(parser):
+        try:
+            ns, extras = parser.parse_known_args(list(args), argparse.Namespace())
+            return vars(ns), extras
+        except _ParseError as exc:
+            return exc.message
+
+    whole = _both_parsers()
+    assert outcome(_narrowed(whole, args)) == outcome(whole)
+    if "-" not in args:  # a bare '-' is a prefix of every option: all of them stay
+        assert len(_narrowed(whole, args)._actions) < 20

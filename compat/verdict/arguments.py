@@ -27,6 +27,7 @@ decides (choices, JSON); an undefined one is what the shell makes of it, an empt
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -610,13 +611,53 @@ class ServeParser:
 def _top_level_parse(serve: _Parser, processed: list[str], defaults: dict[str, Any]) -> argparse.Namespace:
     """`vllm`'s parse_args of ['serve', ...]: the subparser parses the rest, then the top level
     rejects what neither used (argparse `parse_args`: "unrecognized arguments")."""
-    parsed, extras = serve.parse_known_args(processed[1:], argparse.Namespace())
+    parsed, extras = _narrowed(serve, processed[1:]).parse_known_args(processed[1:], argparse.Namespace())
     if extras:
         raise _ParseError("vllm", "unrecognized arguments: %s" % " ".join(extras))
     namespace = argparse.Namespace()
     vars(namespace).update(defaults)
     vars(namespace).update(vars(parsed), subparser="serve")
     return namespace
+
+
+def _narrowed(serve: _Parser, args: list[str]) -> _Parser:
+    """`serve` with only the actions these args can reach: the positionals, the required
+    options, and every option string that starts with the option part of an arg that starts
+    with '-' (so exact matches, abbreviations and their ambiguities, `--x=v` and `-Xv` forms
+    meet the same candidates, in the same order). argparse walks every action of the parser
+    twice per parse (defaults, then required and string-default checks); vLLM's serve parser
+    has about 700 and an argv names a dozen, so the full parser cost a millisecond per argv.
+    The namespace holds only what the args set either way (the defaults are SUPPRESS; see
+    _take_defaults). One narrow parser per serve parser, given these actions for this parse.
+    """
+    index = serve.__dict__.get("narrow_index_")
+    if index is None:
+        always = {i for i, a in enumerate(serve._actions) if not a.option_strings or a.required}
+        strings = sorted((o, i) for i, a in enumerate(serve._actions) for o in a.option_strings)
+        narrow = _Parser(prog=serve.prog, usage=serve.usage, add_help=False, prefix_chars=serve.prefix_chars,
+                         allow_abbrev=serve.allow_abbrev, fromfile_prefix_chars=serve.fromfile_prefix_chars)
+        narrow._has_negative_number_optionals[:] = serve._has_negative_number_optionals
+        index = serve.narrow_index_ = (always, [o for o, _ in strings], [i for _, i in strings], narrow)
+    always, options, owners, narrow = index
+    picked = set(always)
+    for arg in args:
+        if arg[:1] not in serve.prefix_chars:
+            continue
+        head = arg.split("=", 1)[0]
+        prefixes = [head]
+        if len(head) > 1 and head[1] not in serve.prefix_chars:
+            prefixes.append(head[:2])  # `-Xvalue`: the short option -X with its value attached
+        for prefix in prefixes:
+            j = bisect.bisect_left(options, prefix)
+            while j < len(options) and options[j].startswith(prefix):
+                picked.add(owners[j])
+                j += 1
+    # What parse_known_args reads of its parser: the actions, in order, and the option strings
+    # in the order add_argument registered them (the order an ambiguity error lists them in).
+    actions = [serve._actions[i] for i in sorted(picked)]
+    narrow._actions = actions
+    narrow._option_string_actions = {o: a for a in actions for o in a.option_strings}
+    return narrow
 
 
 def _take_defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
