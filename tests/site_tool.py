@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "recipes_site" / "compare.py"
 
 
@@ -20,3 +22,13 @@ def load_compare() -> ModuleType:
     sys.modules[name] = module  # dataclasses resolve their module by name
     spec.loader.exec_module(module)
     return module
+
+
+def js_yaml_or_skip(cache: Path) -> tuple[ModuleType, Path]:
+    """The tool and its js-yaml modules; the test skips, saying why, without node or npm."""
+    tool = load_compare()
+    try:
+        tool.node_binary()
+        return tool, tool.js_yaml_modules(cache)
+    except tool.Unavailable as exc:
+        pytest.skip(f"the recipes site's JavaScript cannot run here: {exc}")

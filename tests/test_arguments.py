@@ -159,16 +159,21 @@ CHAT_TEMPLATES_DIR = Path(__file__).parent
 '''
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mini-args")
-    files = {"vllm/entrypoints/cli/serve.py": SERVE, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
+def _mini_release(root: Path, serve: str) -> VllmTree:
+    """The entrypoint files argument checks read, with `serve` as cli/serve.py."""
+    files = {"vllm/entrypoints/cli/serve.py": serve, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
              "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": API_SERVER,
              "vllm/transformers_utils/chat_templates/registry.py": REGISTRY}
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    tree = VllmTree(root, VERSION, "src")
+    return VllmTree(root, VERSION, "src")
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mini-args")
+    tree = _mini_release(root, SERVE)
     templates = ["examples/tool_chat_template_a.jinja", "vllm/transformers_utils/chat_templates/template_b.jinja"]
     validator = Validator(schemas_from_rows(CONFIG))
     return SimpleNamespace(
@@ -539,13 +544,7 @@ def run_headless(args):
 def dispatching(tmp_path_factory):
     """A release whose `cmd` sends a headless node to run_headless (no API server)."""
     root = tmp_path_factory.mktemp("dispatch-args")
-    files = {"vllm/entrypoints/cli/serve.py": SERVE_WITH_CMD, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
-             "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": API_SERVER,
-             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY}
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    tree = VllmTree(root, VERSION, "src")
+    tree = _mini_release(root, SERVE_WITH_CMD)
     return SimpleNamespace(
         version=VERSION, serve_parser=ServeParser(VALUES, Validator(schemas_from_rows(CONFIG)), VERSION, tree),
         serve_rules=ServeRules(tree, {"tool": {"hermes"}, "reasoning": {"qwen3"}}, [], VERSION))

@@ -105,14 +105,9 @@ def test_the_sites_own_synthesizer_emits_nothing_fixable_that_fails(loop: dict[s
     """command-synthesis.js (the builder at default sizes) and build-recipes-api.mjs, run under
     node on the applied copy: every command they emit is one the rebuild judged, with the same
     argv, and none is blocked at its pin under a cause that has a fix (nor held as gated)."""
-    from tests.site_tool import load_compare
+    from tests.site_tool import js_yaml_or_skip
 
-    tool = load_compare()
-    try:
-        tool.node_binary()
-        modules = tool.js_yaml_modules(compat_cache)
-    except tool.Unavailable as exc:
-        pytest.skip(f"the recipes site's JavaScript cannot run here: {exc}")
+    tool, modules = js_yaml_or_skip(compat_cache)
     repo, ui_site, published = tool.site_commands(loop["applied"], modules)
     report = tool.compare_db(repo, loop["after"], tool.JUDGED, ui_site, published)
     print("\n" + "\n".join(report.tally.lines("applied copy: site commands vs the pinned rebuild")))

@@ -18,7 +18,7 @@ import pytest
 from compat.recipes import load_repo
 from compat.recipes.enumerate import iter_renders
 from compat.recipes.sizing import PdPool
-from tests.site_tool import load_compare
+from tests.site_tool import js_yaml_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -26,12 +26,7 @@ pytestmark = pytest.mark.slow
 def site(
     snapshot: Path, compat_cache: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    tool = load_compare()
-    try:
-        tool.node_binary()
-        modules = tool.js_yaml_modules(compat_cache)
-    except tool.Unavailable as exc:
-        pytest.skip(f"the recipes site's JavaScript cannot run here: {exc}")
+    tool, modules = js_yaml_or_skip(compat_cache)
     repo = load_repo(snapshot)
     renders = [r for r in iter_renders(repo) if r.sizing is not None]
     return {

@@ -122,6 +122,14 @@ def js_yaml_modules(cache: Path | None = None) -> Path:
     return modules
 
 
+def _node(args: list[str], what: str, **kw: Any) -> subprocess.CompletedProcess:
+    """node with these args; a failure raises with the end of its stderr."""
+    done = subprocess.run([node_binary(), *args], capture_output=True, text=True, check=False, **kw)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed: {done.stderr.strip()[-2000:]}")
+    return done
+
+
 def _job(index: int, render: Any) -> dict[str, Any]:
     sizing = render.sizing
     pd = None
@@ -151,21 +159,11 @@ def _job(index: int, render: Any) -> dict[str, Any]:
 def replay(recipes: Path, renders: Sequence[Any], modules: Path) -> list[Argvs | str]:
     """The site synthesizer's argvs for each render's inputs (an error text where it threw)."""
     jobs = "\n".join(json.dumps(_job(i, r)) for i, r in enumerate(renders)) + "\n"
-    done = subprocess.run(
-        [
-            node_binary(),
-            "--disable-warning=MODULE_TYPELESS_PACKAGE_JSON",
-            str(DRIVER),
-            str(recipes),
-            str(modules),
-        ],
+    done = _node(
+        ["--disable-warning=MODULE_TYPELESS_PACKAGE_JSON", str(DRIVER), str(recipes), str(modules)],
+        "driver.mjs",
         input=jobs,
-        capture_output=True,
-        text=True,
-        check=False,
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"driver.mjs failed: {done.stderr.strip()[-2000:]}")
     out: list[Argvs | str] = ["no result"] * len(renders)
     for line in done.stdout.splitlines():
         item = json.loads(line)
@@ -221,15 +219,7 @@ def publish_api(recipes: Path, modules: Path, scratch: Path) -> list[Published]:
         if (recipes / name).exists():
             os.symlink(recipes / name, stage / name)
     os.symlink(modules, stage / "node_modules")
-    done = subprocess.run(
-        [node_binary(), "scripts/build-recipes-api.mjs"],
-        cwd=stage,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"build-recipes-api.mjs failed: {done.stderr.strip()[-2000:]}")
+    _node(["scripts/build-recipes-api.mjs"], "build-recipes-api.mjs", cwd=stage)
     public = stage / "public"
     out: list[Published] = []
     for path in sorted(public.rglob("*.json")):
