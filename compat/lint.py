@@ -238,7 +238,7 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
         result = LintResult(argv, model)
         for v in targets:
             o = pool.outcome(v, combo)
-            result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.status != "ok"]))
+            result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.shown]))
         _works_from(result, targets, pool, combo, search)
         if search:
             oldest = pool.outcome(targets[0], combo)
@@ -250,7 +250,7 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
         for v in [v for v in pool.judges if v not in targets]:  # releases the searches visited
             o = pool.outcome(v, combo)
             if o is not None:
-                result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.status != "ok"],
+                result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.shown],
                                                       judged=False))
         return result
     finally:
@@ -315,13 +315,13 @@ def render(r: LintResult) -> str:
         if not rv.findings or rv.status == "ok":
             lines.append(f"{rv.version}{tag}: ok")
             # a note decides nothing, but says what an ok did not check (values, at an unverified rewrite)
-            lines += [f"{rv.version}{tag}: note: {f.step}" for f in rv.findings if f.status == "note"]
+            lines += [f"{rv.version}{tag}: note: {f.step}" for f in rv.findings if f.note]
             continue
         for f in rv.findings:
             msg = " / ".join(line.strip() for line in f.message.strip().splitlines()
                              if line.strip() and not line.strip().startswith("For further information"))
             accepted = r.accepted_from.get(f.key) if f.key else None
-            parts = [f"{rv.version}{tag}: {f.status}: {f.step}"]
+            parts = [f"{rv.version}{tag}: {f.tag}: {f.step}"]
             if msg:
                 parts.append(f"vLLM: {msg}")
             if accepted:
@@ -341,7 +341,7 @@ def as_json(r: LintResult) -> str:
     return json.dumps({
         "command": r.command, "model": r.model, "works_from": r.works_from, "works_note": r.works_note,
         "releases": [{"version": x.version, "status": x.status, "judged": x.judged,
-                      "findings": [{"status": f.status, "step": f.step, "message": f.message,
+                      "findings": [{"status": f.tag, "step": f.step, "message": f.message,
                                     "evidence": f.evidence, "stage": f.stage,
                                     "accepted_from": r.accepted_from.get(f.key) if f.key else None}
                                    for f in x.findings]}

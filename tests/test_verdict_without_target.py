@@ -79,3 +79,30 @@ def test_target_class_not_in_the_registry(eagle3_pp, status):
     assert "NotRegisteredForCausalLM (acme/T, from curated) is not in vLLM 9.9.9's registry" in out.chain[0]
     if status == "blocked":
         assert out.message == PP_MSG and "; not needed" in out.chain[0]
+
+
+class _Candidates(Models):
+    """The id's config is unknown, but vLLM lists it under two architectures."""
+
+    def __init__(self, candidates: tuple[str, ...]) -> None:
+        super().__init__({})
+        self.candidates = candidates
+
+    def resolve(self, model_id: str):
+        from compat.hf.facts import ModelFacts
+
+        if model_id == "acme/T":
+            return ModelFacts(model_id, "unknown", reason="no config", candidates=self.candidates)
+        return super().resolve(model_id)
+
+
+def test_candidates_one_missing_at_the_release_with_an_eagle3_draft_on_pp():
+    """Defect (issue 17): one candidate is not registered at the judged release, so its verdict
+    comes from the without-target path, whose head is a note; that note once reached `worst()`
+    as a status and raised `ValueError: 'note' is not a valid Status`."""
+    k = release_with(eagle3_pp=(False,))
+    k.caps[("cuda", "PPModel")] = cap("PPModel")
+    out = Judge(k, _Candidates(("PPModel", "GoneForCausalLM"))).judge(combo())
+    assert out.status == "blocked", out.chain  # both candidates: the unresolved draft blocks on PP
+    assert out.message == PP_MSG
+    assert "every candidate gives the same verdict (blocked)" in out.chain[0]

@@ -25,7 +25,7 @@ from compat.vllm.cli_surface import INTERNAL_FIELDS
 from compat.vocab import status_rank, worst
 from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
 
-#: A chain step that explains without deciding (e.g. "decided without the model config").
+#: The chain tag of a step that explains without deciding (e.g. "decided without the model config").
 NOTE = "note"
 PP_MSG = ("Pipeline parallelism is not supported for this model. "
           "Supported models implement the `SupportsPP` interface.")
@@ -45,6 +45,24 @@ class Finding:
     # config: rejected while building the config; startup: at model load / engine start
     stage: str = "config"
     key: str = ""  # what failed, the same at every release ('flag:--nnodes', 'target_pp'); '' = the step
+    # A note explains without deciding: it is in the chain (tagged `[note]`), never in the status.
+    note: bool = False
+
+    @property
+    def tag(self) -> str:
+        """How the chain and reports label it: its status, or `note`."""
+        return NOTE if self.note else self.status
+
+    @property
+    def shown(self) -> bool:
+        """Worth listing beside a verdict: not ok, or a note."""
+        return self.note or self.status != "ok"
+
+    def on_node(self, prefix: str) -> Finding:
+        """The same finding on one node of a deployment (`prefix` names its role), key included."""
+        if not prefix:
+            return self
+        return replace(self, step=prefix + self.step, key=prefix + self.key if self.key else "")
 
 
 def finding_key(f: Finding, version: str) -> str:
@@ -67,8 +85,8 @@ class Outcome:
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
-        self.keys.append((f.status, finding_key(f, self.version)))
-        if f.status == NOTE:  # context for the reader; decides nothing
+        self.keys.append((f.tag, finding_key(f, self.version)))
+        if f.note:  # context for the reader; decides nothing
             self.chain.append(f"[{NOTE}] {f.step}")
             return
         if f.stage in ("argument", "config") and status_rank(f.status) > status_rank(self.config_status):
@@ -175,17 +193,17 @@ class Judge:
             checked = self.arguments(argv)
             if checked is None:  # no argparse facts for this release, or a rewrite not verified
                 if self.k.values and not argv_rewrite_verified(self.k):
-                    out.add(Finding(NOTE, f"{prefix}vLLM {self.k.version}'s argv rewrite "
+                    out.add(Finding("ok", f"{prefix}vLLM {self.k.version}'s argv rewrite "
                                     f"(FlexibleArgumentParser.parse_args) is not one the argument replay is "
                                     "verified against; flag names are checked, and what the replay rejects "
-                                    "is unknown"))
+                                    "is unknown", note=True))
                     for f in self.unverified_arguments(argv):
-                        out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else ""))
+                        out.add(f.on_node(prefix))
                 for f in self._flags(args, prefix):
                     out.add(f)
             else:
                 for f in checked:
-                    out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else ""))
+                    out.add(f.on_node(prefix))
             for f in self._parsers(args, prefix, tool=checked is None):
                 out.add(f)
             for f in self._spec_keys(args, prefix):
@@ -194,8 +212,7 @@ class Judge:
             if layout not in by_layout:
                 by_layout[layout] = self._model(c, args, facts, "")
             for f in by_layout[layout]:  # each node's findings carry its role, keys too
-                out.add(replace(f, step=prefix + f.step, key=prefix + f.key if f.key else "")
-                        if prefix else f)
+                out.add(f.on_node(prefix))
         if not out.chain:
             out.add(Finding("ok", "no check failed"))
         return out
@@ -369,8 +386,7 @@ class Judge:
                 self._meta = {}
                 self._spec_cache[key] = (self._spec(c.platform, args, facts, cap), self._meta)
             spec_findings, meta = self._spec_cache[key]
-            out += [Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage,
-                            prefix + f.key if f.key else "") for f in spec_findings]
+            out += [f.on_node(prefix) for f in spec_findings]
         ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
         for status, rule, row in self._gates(ctx):
             out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
@@ -404,14 +420,15 @@ class Judge:
             f = replace(facts, status="resolved", architectures=(cand,), inferred=True,
                         source="vllm candidates", candidates=())
             found = self._model(c, args, f, prefix)
-            verdict = worst(x.status for x in found).value
-            msg = next((x.message for x in found if x.status == verdict and x.message), "")
+            verdict = worst(x.status for x in found if not x.note).value
+            msg = next((x.message for x in found if not x.note and x.status == verdict and x.message), "")
             results.append((cand, verdict, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
             cand, verdict, _, found = results[0]
-            head = Finding(NOTE, f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
-                           f"{names}; every candidate gives the same verdict ({verdict}), shown for {cand}")
+            head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
+                           f"{names}; every candidate gives the same verdict ({verdict}), shown for {cand}",
+                           note=True)
             return [head, *found]
         split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
         return [Finding("unknown", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
@@ -453,9 +470,9 @@ class Judge:
             earlier.add(EP_MSG)
         if earlier - {blocking.message}:
             return None
-        head = Finding(NOTE, f"{prefix}{missing}; not needed: the draft check below reads nothing of "
-                       "the target and blocks, whatever the target is")
-        return [head, *(Finding(f.status, prefix + f.step, f.message, f.evidence, f.stage) for f in found)]
+        head = Finding("ok", f"{prefix}{missing}; not needed: the draft check below reads nothing of "
+                       "the target and blocks, whatever the target is", note=True)
+        return [head, *(f.on_node(prefix) for f in found)]
 
     def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
         if facts.config:
