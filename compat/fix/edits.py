@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-Op = Literal["set", "replace_item"]
+Op = Literal["set", "replace_item", "delete"]
 
 
 class EditConflict(ValueError):
@@ -22,8 +22,9 @@ class EditConflict(ValueError):
 
 @dataclass(frozen=True)
 class Edit:
-    """Set `path` to `value` (op `set`), or replace the string `old` by `value` in the list at `path`
-    (op `replace_item`; a list `value` splits the item into several).
+    """Set `path` to `value` (op `set`), replace the string `old` by `value` in the list at `path`
+    (op `replace_item`; a list `value` splits the item into several), or remove the key at `path`
+    (op `delete`, `value` unused).
 
     A `set` on a key that does not exist yet inserts it into its (existing) parent mapping,
     right after the sibling key `after` when there is one, else first. `comment` is the
@@ -91,6 +92,8 @@ def apply(data: Any, edits: list[Edit]) -> Any:
                 else:
                     out_items.append(e.value)
             parent[key] = out_items
+        elif e.op == "delete":
+            parent.pop(key, None)  # already gone: a second apply changes nothing
         elif key in parent:
             parent[key] = copy.deepcopy(e.value)
         else:

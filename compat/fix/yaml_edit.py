@@ -1,47 +1,42 @@
-"""Write `features.<feature>.strategies` allowlists into recipe files, changing nothing else.
+"""The one editor of recipe files: planned fix edits written as text, every other byte kept.
 
-Recipes are hand-written and lean on comments, quoting and block scalars (the
-`guide: |` section), so an edit must leave every byte it does not mean to touch
-alone. Two editors do that:
+Recipes are hand-written and lean on comments, quoting and block scalars (the `guide: |`
+section), so an edit changes only the lines it means to, at positions taken from PyYAML's
+node marks:
 
-- `ruamel`: a ruamel.yaml round-trip (preserve_quotes, no line wrapping, the
-  file's own mapping and sequence indentation). Used only when loading and
-  dumping the file *unchanged* reproduces it byte for byte; many recipes do not
-  (trailing spaces on otherwise blank lines inside `guide: |`, a list indented
-  differently from the rest of its file), and for those ruamel would rewrite
-  lines nobody asked it to.
-- `lines`: a minimal text insertion at positions taken from PyYAML's node marks.
-  The fallback for files ruamel cannot round-trip, and for any ruamel result that
-  fails the checks below.
+- a scalar is replaced in place (its quoting style kept, a trailing comment kept);
+- a list is narrowed by deleting the lines of the items it drops, and widened by inserting
+  lines for the items it gains, so a comment between items, or after a kept item, stays
+  where the maintainer wrote it; a flow list (`[a, b]`) is rewritten within its brackets;
+- a new key is inserted into its parent mapping after a named sibling, with the file's
+  own indentation; a key is deleted with its value's lines;
+- one item of an args list is replaced in place (a spelling), or split into two items.
 
-Every result, whichever editor made it, is checked before it is returned: the
-file must parse (PyYAML) to exactly the original data plus the new allowlists,
-with `strategies` placed right after `description`, and the diff may only add
-comment lines and allowlist lines (and remove entries of an allowlist it
-narrows). A result that fails is never returned: `EditError` says why.
+Every result is checked before it is returned, three ways: it parses to exactly
+`edits.apply(data, ...)`; every line it adds is an edited key, an edited item or one of the
+edits' own comments; every line it removes is a dropped item, a deleted key or a value
+replaced; and every comment of the old text survives, except one written on a line of an
+item or key the edit removes. A result that fails is never returned: `EditError` says why.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import difflib
-import io
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-Method = Literal["ruamel", "lines"]
+from compat.fix.edits import Edit, apply
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-#: Node marks with character indexes (the C composer's marks carry no usable index).
-_ComposeLoader = yaml.SafeLoader
+#: libyaml's composer when PyYAML has it (a tenth of the time). Its marks carry no usable
+#: index, so offsets are taken from (line, column), which both composers agree on.
+_ComposeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _YAML_WORDS = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "~"}
 
@@ -58,28 +53,21 @@ class Indent:
     offset: int = 2  # columns from the parent key to the `-` of its list items
 
 
-@dataclass(frozen=True)
-class AllowlistEdit:
-    """Set `features.<feature>.strategies` to `strategies`, with `comment` lines (no `#`) above it."""
-
-    feature: str
-    strategies: tuple[str, ...]
-    comment: tuple[str, ...] = ()
-
-
 @dataclass
 class EditOutcome:
     text: str
-    method: Method | None  # None when nothing needed changing
-    changed: list[str] = field(default_factory=list)  # features whose allowlist was written
-    notes: list[str] = field(default_factory=list)  # why the fallback editor was used, if it was
+    changed: list[str] = field(default_factory=list)  # the edited paths, dotted
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- reading
 
 
 def load_data(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
+
+
+def _compose(text: str) -> yaml.Node | None:
+    return yaml.compose(text, Loader=_ComposeLoader)
 
 
 def _newline(text: str) -> str:
@@ -96,7 +84,7 @@ def _key_value(mapping: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Nod
 def detect_indent(text: str) -> Indent:
     """The most common mapping indent and list-item offset of the file's block collections."""
     try:
-        root = yaml.compose(text, Loader=_ComposeLoader)
+        root = _compose(text)
     except yaml.YAMLError:
         return Indent()
     maps: Counter[int] = Counter()
@@ -109,12 +97,8 @@ def detect_indent(text: str) -> Indent:
                     first = v.value[0][0]
                     if first.start_mark.line > k.start_mark.line:
                         maps[first.start_mark.column - k.start_mark.column] += 1
-                elif (
-                    isinstance(v, yaml.SequenceNode)
-                    and not v.flow_style
-                    and v.value
-                    and v.start_mark.line > k.start_mark.line
-                ):
+                elif (isinstance(v, yaml.SequenceNode) and not v.flow_style and v.value
+                      and v.start_mark.line > k.start_mark.line):
                     offsets[v.start_mark.column - k.start_mark.column] += 1
                 walk(v)
         elif isinstance(node, yaml.SequenceNode):
@@ -128,320 +112,60 @@ def detect_indent(text: str) -> Indent:
     return Indent(mapping=mapping if mapping > 0 else 2, offset=max(offset, 0))
 
 
-def _ruamel(indent: Indent) -> YAML:
-    y = YAML(typ="rt")
-    y.preserve_quotes = True
-    y.width = 1 << 30  # never re-wrap long strings
-    y.indent(mapping=indent.mapping, sequence=indent.offset + 2, offset=indent.offset)
-    return y
+def _block_scalar_lines(root: yaml.Node | None) -> set[int]:
+    """Lines inside block scalars (`|`, `>`): their `#` is text, not a comment."""
+    out: set[int] = set()
+    todo = [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if node.style in ("|", ">"):
+                out.update(range(node.start_mark.line + 1, node.end_mark.line + 1))
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                todo += [k, v]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return out
 
 
-def _ruamel_dump(y: YAML, data: Any) -> str:
-    buf = io.StringIO()
-    y.dump(data, buf)
-    return buf.getvalue()
-
-
-def roundtrip_identical(text: str, indent: Indent | None = None) -> bool:
-    """Whether ruamel (set up for this file) loads and dumps `text` unchanged, byte for byte."""
-    try:
-        y = _ruamel(indent or detect_indent(text))
-        return _ruamel_dump(y, y.load(text)) == text
-    except Exception:  # noqa: BLE001 - any ruamel failure means "use the other editor"
-        return False
-
-
-def choose_method(text: str) -> Method:
-    """The editor `edit_allowlists(method="auto")` starts with for this file."""
-    return "ruamel" if roundtrip_identical(text) else "lines"
-
-
-def _item_text(strategy: str) -> str:
-    if _PLAIN_ID.match(strategy) and strategy.lower() not in _YAML_WORDS:
-        return strategy
-    return '"' + strategy.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _comment_text(line: str) -> str:
-    return " ".join(line.split())
-
-
-# --------------------------------------------------------------------------- planning
-
-
-@dataclass
-class _Plan:
-    edit: AllowlistEdit
-    existing: list[Any] | None  # the current list, or None when the key is absent
-
-
-def _plan(data: Any, edits: Sequence[AllowlistEdit]) -> list[_Plan]:
-    if not isinstance(data, dict):
-        raise EditError("the top level is not a mapping")
-    features = data.get("features")
-    plans = []
-    for edit in edits:
-        if not edit.strategies:
-            raise EditError(
-                f"features.{edit.feature}: refusing to write an empty allowlist (the synthesizer "
-                "treats `strategies: []` as no gate at all)"
-            )
-        feat = features.get(edit.feature) if isinstance(features, dict) else None
-        if not isinstance(feat, dict):
-            raise EditError(f"features.{edit.feature}: no such feature mapping in the file")
-        current = feat.get("strategies")
-        if "strategies" in feat and not isinstance(current, list):
-            raise EditError(
-                f"features.{edit.feature}.strategies: is a {type(current).__name__}, not a list; "
-                "edit it by hand"
-            )
-        if current is not None and list(current) == list(edit.strategies):
-            continue  # already what we want: idempotent no-op
-        plans.append(_Plan(edit, list(current) if "strategies" in feat else None))
-    return plans
-
-
-def _expected(data: Any, plans: Sequence[_Plan]) -> Any:
-    want = copy.deepcopy(data)
-    for p in plans:
-        feat = want["features"][p.edit.feature]
-        if "strategies" in feat:
-            feat["strategies"] = list(p.edit.strategies)
-        else:
-            keys = list(feat)
-            pos = keys.index("description") + 1 if "description" in keys else 0
-            items = list(feat.items())
-            items.insert(pos, ("strategies", list(p.edit.strategies)))
-            feat.clear()
-            feat.update(items)
-    return want
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def _verify(old: str, new: str, data: Any, plans: Sequence[_Plan]) -> None:
-    """Raise EditError unless `new` is `old` plus exactly the planned allowlists."""
-    try:
-        got = load_data(new)
-    except yaml.YAMLError as exc:
-        raise EditError(f"the edited file does not parse: {exc}") from None
-    want = _expected(data, plans)
-    if got != want:
-        raise EditError("the edited file does not parse to the original data plus the allowlists")
-    for p in plans:
-        if list(got["features"][p.edit.feature]) != list(want["features"][p.edit.feature]):
-            raise EditError(f"features.{p.edit.feature}: key order changed")
-    allowed_items = {_item_text(s) for p in plans for s in p.edit.strategies}
-    old_items = {str(s) for p in plans for s in (p.existing or [])}
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    sm = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
-        if tag == "equal":
+def _comment_of(line: str) -> str | None:
+    """The comment on one line (from its `#`), or None: a `#` starts one at the line's start or
+    after a space, outside quotes."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
             continue
-        for line in old_lines[i1:i2]:
-            s = line.strip()
-            item = s[1:].strip().strip("'\"") if s.startswith("-") else None
-            if not (item in old_items or s.startswith("strategies:")):
-                raise EditError(f"the edit would remove or rewrite an unrelated line: {line!r}")
-        for line in new_lines[j1:j2]:
-            s = line.strip()
-            if s.startswith(("#", "strategies:")):
-                continue
-            if s.startswith("- ") and s[2:].strip() in allowed_items:
-                continue
-            raise EditError(f"the edit would add an unexpected line: {line!r}")
+        if ch in "'\"" and (i == 0 or line[i - 1] in " \t[{,:-"):
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[i:].rstrip()
+    return None
 
 
-# --------------------------------------------------------------------------- ruamel editor
-
-
-def _edit_ruamel(text: str, data: Any, plans: Sequence[_Plan], indent: Indent) -> str:
-    y = _ruamel(indent)
-    doc = y.load(text)
-    for p in plans:
-        feat = doc["features"][p.edit.feature]
-        if not isinstance(feat, CommentedMap):
-            raise EditError(f"features.{p.edit.feature}: not a block mapping")
-        col = feat.lc.key(next(iter(feat)))[1] if len(feat) else 0
-        comment = "\n".join(_comment_text(c) for c in p.edit.comment) or None
-        if p.existing is not None:
-            seq = feat["strategies"]
-            if not isinstance(seq, CommentedSeq):
-                raise EditError(f"features.{p.edit.feature}.strategies: not a list")
-            target = list(p.edit.strategies)
-            for i in reversed(range(len(seq))):
-                if seq[i] not in target:
-                    del seq[i]
-            if list(seq) != target:
-                del seq[:]
-                seq.extend(target)
-            if comment:
-                feat.yaml_set_comment_before_after_key("strategies", before=comment, indent=col)
+def comments(text: str) -> list[tuple[int, str]]:
+    """(line index, comment) of every comment in a YAML text, block scalars' text aside."""
+    try:
+        skip = _block_scalar_lines(_compose(text))
+    except yaml.YAMLError:
+        skip = set()
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        if i in skip:
             continue
-        seq = CommentedSeq(list(p.edit.strategies))
-        seq.fa.set_block_style()
-        keys = list(feat)
-        pos = keys.index("description") + 1 if "description" in keys else 0
-        moved = None
-        if pos:
-            # Comment lines below `description:` belong to the key after it; ruamel
-            # stores them on `description`, so move them below the new list.
-            slot = feat.ca.items.get("description")
-            if slot and len(slot) > 2 and slot[2] is not None:
-                moved, slot[2] = slot[2], None
-        feat.insert(pos, "strategies", seq)
-        if comment:
-            feat.yaml_set_comment_before_after_key("strategies", before=comment, indent=col)
-        if moved is not None:
-            seq.ca.items[len(seq) - 1] = [moved, None]
-    return _ruamel_dump(y, doc)
+        c = _comment_of(line)
+        if c is not None:
+            out.append((i, c))
+    return out
 
 
-# --------------------------------------------------------------------------- line editor
+# --------------------------------------------------------------------------- writing values
 
 
-def _feature_node(root: yaml.Node, feature: str) -> tuple[yaml.Node, yaml.MappingNode]:
-    if not isinstance(root, yaml.MappingNode):
-        raise EditError("the top level is not a mapping")
-    kv = _key_value(root, "features")
-    if kv is None or not isinstance(kv[1], yaml.MappingNode):
-        raise EditError("no `features` mapping")
-    fkv = _key_value(kv[1], feature)
-    if fkv is None or not isinstance(fkv[1], yaml.MappingNode):
-        raise EditError(f"features.{feature}: not a mapping")
-    if fkv[1].flow_style:
-        raise EditError(f"features.{feature}: a flow mapping; edit it by hand")
-    return fkv
-
-
-def _is_comment_or_blank(line: str) -> bool:
-    s = line.strip()
-    return not s or s.startswith("#")
-
-
-def _edit_lines_one(text: str, plan: _Plan, indent: Indent) -> str:
-    nl = _newline(text)
-    root = yaml.compose(text, Loader=_ComposeLoader)
-    fkey, fmap = _feature_node(root, plan.edit.feature)
-    lines = text.splitlines(keepends=True)
-    target = list(plan.edit.strategies)
-    existing = _key_value(fmap, "strategies")
-    if existing is not None:
-        skey, seq = existing
-        col = skey.start_mark.column
-        comment = [f"{' ' * col}# {_comment_text(c)}{nl}" for c in plan.edit.comment]
-        if not isinstance(seq, yaml.SequenceNode):
-            raise EditError(f"features.{plan.edit.feature}.strategies: not a list")
-        if seq.flow_style or not seq.value:
-            flow = "[" + ", ".join(_item_text(s) for s in target) + "]"
-            a, b = seq.start_mark.index, seq.end_mark.index
-            if text[a:b].strip() in ("", "null", "~"):
-                raise EditError(
-                    f"features.{plan.edit.feature}.strategies: empty value; edit it by hand"
-                )
-            text = text[:a] + flow + text[b:]
-            lines = text.splitlines(keepends=True)
-        else:
-            items = seq.value
-            kept = [str(n.value) for n in items if str(n.value) in target]
-            drop_lines: set[int] = set()
-            if kept == target:
-                for n in items:
-                    if str(n.value) not in target:
-                        drop_lines.update(range(n.start_mark.line, n.end_mark.line + 1))
-                lines = [ln for i, ln in enumerate(lines) if i not in drop_lines]
-            else:
-                first, last = items[0].start_mark.line, items[-1].end_mark.line
-                dash = " " * seq.start_mark.column
-                block = [f"{dash}- {_item_text(s)}{nl}" for s in target]
-                lines = lines[:first] + block + lines[last + 1 :]
-        at = skey.start_mark.line
-        return "".join(lines[:at] + comment + lines[at:])
-    desc = _key_value(fmap, "description")
-    if desc is not None:
-        dkey, dval = desc
-        col = dkey.start_mark.column
-        end = dval.end_mark
-        at = end.line if end.column == 0 else end.line + 1
-    else:
-        col = (
-            fmap.value[0][0].start_mark.column
-            if fmap.value
-            else fkey.start_mark.column + indent.mapping
-        )
-        at = fmap.value[0][0].start_mark.line if fmap.value else fkey.start_mark.line + 1
-        while at - 1 > fkey.start_mark.line and _is_comment_or_blank(lines[at - 1]):
-            at -= 1
-    at = min(at, len(lines))
-    if at == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
-        lines[-1] += nl
-    pad = " " * col
-    block = [f"{pad}# {_comment_text(c)}{nl}" for c in plan.edit.comment]
-    block.append(f"{pad}strategies:{nl}")
-    block += [f"{pad}{' ' * indent.offset}- {_item_text(s)}{nl}" for s in target]
-    return "".join(lines[:at] + block + lines[at:])
-
-
-def _edit_lines(text: str, plans: Sequence[_Plan], indent: Indent) -> str:
-    for plan in plans:
-        text = _edit_lines_one(text, plan, indent)
-    return text
-
-
-# --------------------------------------------------------------------------- entry point
-
-
-def edit_allowlists(
-    text: str, edits: Sequence[AllowlistEdit], *, method: Method | Literal["auto"] = "auto"
-) -> EditOutcome:
-    """Apply `edits` to a recipe's text; `method` forces an editor (tests) or picks one ("auto").
-
-    Allowlists that already equal their target are left alone (a re-run is a no-op).
-    Raises EditError when no editor can make the change safely.
-    """
-    try:
-        data = load_data(text)
-    except yaml.YAMLError as exc:
-        raise EditError(f"YAML syntax error: {exc}") from None
-    plans = _plan(data, edits)
-    if not plans:
-        return EditOutcome(text=text, method=None)
-    indent = detect_indent(text)
-    changed = [p.edit.feature for p in plans]
-    notes: list[str] = []
-    if method in ("auto", "ruamel"):
-        if roundtrip_identical(text, indent):
-            try:
-                new = _edit_ruamel(text, data, plans, indent)
-                _verify(text, new, data, plans)
-                return EditOutcome(text=new, method="ruamel", changed=changed)
-            except EditError as exc:
-                notes.append(f"ruamel edit rejected ({exc}); used the line editor")
-            except Exception as exc:  # noqa: BLE001 - ruamel internals; the line editor still works
-                notes.append(
-                    f"ruamel edit failed ({type(exc).__name__}: {exc}); used the line editor"
-                )
-        else:
-            notes.append(
-                "ruamel does not round-trip this file byte-identically; used the line editor"
-            )
-        if method == "ruamel":
-            raise EditError(notes[-1])
-    try:
-        new = _edit_lines(text, plans, indent)
-    except yaml.YAMLError as exc:
-        raise EditError(f"YAML error while locating the feature: {exc}") from None
-    _verify(text, new, data, plans)
-    return EditOutcome(text=new, method="lines", changed=changed, notes=notes)
-
-
-# --------------------------------------------------------------------------- generic edits
-#
-# The fix stage's edits (compat.fix.edits.Edit): a scalar or a list set at any mapping path
-# (`min_vllm_version`, `docker_image`, `features.<f>.strategies`, `modes.<m>.variants`), or
-# one string of an args list replaced (a spelling). The same two editors, the same rule:
-# the result must parse to exactly `edits.apply(data, ...)`, and nothing else may change.
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _scalar_text(value: Any, style: str | None = None) -> str:
@@ -463,9 +187,20 @@ def _flow_text(values: Sequence[Any]) -> str:
     return "[" + ", ".join(_scalar_text(v) for v in values) + "]"
 
 
+def _comment_lines(comment: str, col: int, nl: str) -> list[str]:
+    return [f"{' ' * col}# {_one_line(comment)}{nl}"] if comment else []
+
+
+def _is_comment_or_blank(line: str) -> bool:
+    s = line.strip()
+    return not s or s.startswith("#")
+
+
 def _node_at(root: yaml.Node, path: Sequence[str]) -> tuple[yaml.Node | None, yaml.Node]:
-    """(key node, value node) at `path`; raises EditError when a parent is not a mapping."""
-    node, key = root, None
+    """(key node, value node) at `path`; KeyError when a key is absent, EditError when a parent
+    is not a mapping."""
+    node: yaml.Node = root
+    key: yaml.Node | None = None
     for part in path:
         if not isinstance(node, yaml.MappingNode):
             raise EditError(f"{'.'.join(path)}: a parent is not a mapping")
@@ -476,59 +211,137 @@ def _node_at(root: yaml.Node, path: Sequence[str]) -> tuple[yaml.Node | None, ya
     return key, node
 
 
-def _comment_lines(comment: str, col: int, nl: str) -> list[str]:
-    return [f"{' ' * col}# {_comment_text(comment)}{nl}"] if comment else []
+def _last_line(node: yaml.Node) -> int:
+    """The last line a node's text occupies. A block collection's end mark sits where the next
+    token starts, so its last child decides; a block scalar's sits at column 0 of the next line."""
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
+        return _last_line(node.value[-1])
+    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+        return _last_line(node.value[-1][1])
+    end = node.end_mark
+    return end.line if end.column > 0 else end.line - 1
 
 
-def _edit_lines_generic(text: str, e: Any, indent: Indent) -> str:
-    nl = _newline(text)
-    root = yaml.compose(text, Loader=_ComposeLoader)
-    lines = text.splitlines(keepends=True)
+# --------------------------------------------------------------------------- one edit
+
+
+class _Text:
+    """A file's lines being edited, and what the edit's check may accept."""
+
+    def __init__(self, text: str) -> None:
+        self.nl = _newline(text)
+        self.lines = text.splitlines(keepends=True)
+        self.root = _compose(text)
+        if self.root is None:
+            raise EditError("the file is empty")
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def offset(self, mark: Any) -> int:
+        """The character offset of a node mark in `text()` (the lines as composed)."""
+        return sum(len(line) for line in self.lines[: mark.line]) + mark.column
+
+    def insert(self, at: int, block: list[str]) -> None:
+        at = min(at, len(self.lines))
+        if at == len(self.lines) and self.lines and not self.lines[-1].endswith(("\n", "\r")):
+            self.lines[-1] += self.nl
+        self.lines[at:at] = block
+
+
+def _set_list(t: _Text, key: yaml.Node, seq: yaml.SequenceNode, target: list[Any], comment: str) -> None:
+    """A block list set to `target`: drop the lines of items it loses, insert lines for items it
+    gains; kept items keep their lines (and comments). Items out of order are rewritten in place
+    of the first, each kept item with its own line."""
+    items = list(seq.value)
+    old = [str(n.value) if isinstance(n, yaml.ScalarNode) else None for n in items]
+    if None in old or any(_last_line(n) != n.start_mark.line for n in items):
+        raise EditError(f"{key.value}: items that are not one-line scalars; edit it by hand")
+    first = items[0].start_mark.line
+    dash = t.lines[first][: len(t.lines[first]) - len(t.lines[first].lstrip())]
+    fresh = {str(v): f"{dash}- {_scalar_text(v)}{t.nl}" for v in target}
+    line_of = {o: t.lines[n.start_mark.line] for o, n in zip(old, items, strict=True)}
+    kept = [o for o in old if o in fresh]
+    in_order = kept == [str(v) for v in target if str(v) in line_of]
+    if in_order:
+        # Walk the target, inserting each new item after the line of the item before it.
+        out = list(t.lines)
+        drop = {n.start_mark.line for o, n in zip(old, items, strict=True) if o not in fresh}
+        inserts: dict[int, list[str]] = {}
+        anchor = first  # insert before the first item until a kept item is passed
+        after = False
+        for v in target:
+            s = str(v)
+            if s in line_of:
+                anchor = items[old.index(s)].start_mark.line
+                after = True
+            else:
+                inserts.setdefault(anchor + (1 if after else 0), []).append(fresh[s])
+        rebuilt: list[str] = []
+        for i, line in enumerate(out):
+            rebuilt += inserts.get(i, [])
+            if i not in drop:
+                rebuilt.append(line)
+        rebuilt += inserts.get(len(out), [])
+        t.lines = rebuilt
+    else:
+        block = [line_of.get(str(v), fresh[str(v)]) for v in target]
+        item_lines = {n.start_mark.line for n in items}
+        t.lines = [ln for i, ln in enumerate(t.lines[:first])] + block + [
+            ln for i, ln in enumerate(t.lines) if i >= first and i not in item_lines]
+    _comment_above(t, key, comment)
+
+
+def _comment_above(t: _Text, key: yaml.Node, comment: str) -> None:
+    """The edit's one-line comment above its key (the key's line has not moved: edits below it
+    only touch later lines)."""
+    t.insert(key.start_mark.line, _comment_lines(comment, key.start_mark.column, t.nl))
+
+
+def _replace_span(t: _Text, node: yaml.Node, new: str) -> None:
+    text = t.text()
+    a, b = t.offset(node.start_mark), t.offset(node.end_mark)
+    if a == b:  # an empty value (`key:`): write after the colon
+        new = " " + new
+    t.lines = (text[:a] + new + text[b:]).splitlines(keepends=True)
+
+
+def _replace_item(t: _Text, e: Edit, key: yaml.Node | None, node: yaml.Node | None) -> None:
+    if not isinstance(node, yaml.SequenceNode) or key is None:
+        raise EditError(f"{e.where}: not a list")
+    item = next((n for n in node.value if isinstance(n, yaml.ScalarNode) and n.value == e.old), None)
+    if item is None:
+        raise EditError(f"{e.where}: no item {e.old!r}")
+    parts = e.value if isinstance(e.value, list) else [e.value]
+    text = t.text()
+    a = t.offset(item.start_mark)
+    if len(parts) > 1 and not node.flow_style:
+        dash = text.rfind("-", 0, a)  # the item's own "- ", so the new items line up with it
+        pad = " " * (dash - text.rfind("\n", 0, dash) - 1)
+        new = f"{t.nl}{pad}- ".join(_scalar_text(v, item.style) for v in parts)
+    else:
+        new = ", ".join(_scalar_text(v, item.style) for v in parts)
+    _replace_span(t, item, new)
+    _comment_above(t, key, e.comment)
+
+
+def _delete_key(t: _Text, e: Edit, key: yaml.Node | None, node: yaml.Node | None) -> None:
+    if key is None or node is None:
+        return  # already gone: a second apply is a no-op
+    start, end = key.start_mark.line, _last_line(node)
+    if node.end_mark.column > 0 and t.lines[end][node.end_mark.column:].strip() not in ("",) and \
+            _comment_of(t.lines[end][node.end_mark.column:]) is None:
+        raise EditError(f"{e.where}: shares its last line with other content; edit it by hand")
+    # The key's own lines go; a comment line among them is the maintainer's and stays.
+    t.lines = [ln for i, ln in enumerate(t.lines)
+               if not (start <= i <= end and not _is_comment_or_blank(ln))]
+    if e.comment:
+        t.insert(start, _comment_lines(e.comment, key.start_mark.column, t.nl))
+
+
+def _add_key(t: _Text, e: Edit) -> None:
     try:
-        key, node = _node_at(root, e.path)
-    except KeyError:
-        key = node = None
-    if e.op == "replace_item":
-        if not isinstance(node, yaml.SequenceNode):
-            raise EditError(f"{e.where}: not a list")
-        item = next((n for n in node.value if isinstance(n, yaml.ScalarNode) and n.value == e.old), None)
-        if item is None:
-            raise EditError(f"{e.where}: no item {e.old!r}")
-        a, b = item.start_mark.index, item.end_mark.index
-        parts = e.value if isinstance(e.value, list) else [e.value]
-        if len(parts) > 1 and not node.flow_style:
-            dash = text.rfind("-", 0, a)  # the item's own "- ", so the new items line up with it
-            pad = " " * (dash - text.rfind("\n", 0, dash) - 1)
-            new = f"{nl}{pad}- ".join(_scalar_text(v, item.style) for v in parts)
-        else:
-            new = ", ".join(_scalar_text(v, item.style) for v in parts)
-        text = text[:a] + new + text[b:]
-        at, col = key.start_mark.line, key.start_mark.column
-        lines = text.splitlines(keepends=True)
-        return "".join(lines[:at] + _comment_lines(e.comment, col, nl) + lines[at:])
-    if node is not None:  # the key exists: replace its value in place
-        col = key.start_mark.column
-        if isinstance(e.value, list) and isinstance(node, yaml.SequenceNode) and not node.flow_style \
-                and node.value:
-            first, last = node.value[0].start_mark.line, node.value[-1].end_mark.line
-            dash = " " * node.start_mark.column
-            block = [f"{dash}- {_scalar_text(v)}{nl}" for v in e.value]
-            lines = lines[:first] + block + lines[last + 1:]
-        else:
-            if isinstance(node, yaml.MappingNode):
-                raise EditError(f"{e.where}: is a mapping; edit it by hand")
-            a, b = node.start_mark.index, node.end_mark.index
-            new = _flow_text(e.value) if isinstance(e.value, list) else _scalar_text(
-                e.value, getattr(node, "style", None))
-            if a == b:  # an empty value (`key:`): write after the colon
-                new = " " + new
-            text = text[:a] + new + text[b:]
-            lines = text.splitlines(keepends=True)
-        at = key.start_mark.line
-        return "".join(lines[:at] + _comment_lines(e.comment, col, nl) + lines[at:])
-    # A new key in an existing block mapping.
-    try:
-        pkey, parent = _node_at(root, e.path[:-1]) if e.path[:-1] else (None, root)
+        pkey, parent = _node_at(t.root, e.path[:-1]) if e.path[:-1] else (None, t.root)
     except KeyError as exc:
         raise EditError(f"{e.where}: no mapping {exc} to add the key to") from None
     if not isinstance(parent, yaml.MappingNode) or parent.flow_style or not parent.value:
@@ -539,117 +352,168 @@ def _edit_lines_generic(text: str, e: Any, indent: Indent) -> str:
         end = sibling[1].end_mark
         at = end.line if end.column == 0 else end.line + 1
         # a block scalar or nested block ends where the next key starts; back over trailing blanks
-        while at - 1 > sibling[0].start_mark.line and _is_comment_or_blank(lines[at - 1]):
+        while at - 1 > sibling[0].start_mark.line and _is_comment_or_blank(t.lines[at - 1]):
             at -= 1
     else:
         at = parent.value[0][0].start_mark.line
         parent_line = pkey.start_mark.line if pkey is not None else -1
-        while at - 1 > parent_line and _is_comment_or_blank(lines[at - 1]):
+        while at - 1 > parent_line and _is_comment_or_blank(t.lines[at - 1]):
             at -= 1
-    at = min(at, len(lines))
-    if at == len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
-        lines[-1] += nl
     value = _flow_text(e.value) if isinstance(e.value, list) else _scalar_text(e.value)
-    block = _comment_lines(e.comment, col, nl) + [f"{' ' * col}{e.path[-1]}: {value}{nl}"]
-    return "".join(lines[:at] + block + lines[at:])
+    t.insert(at, _comment_lines(e.comment, col, t.nl) + [f"{' ' * col}{e.path[-1]}: {value}{t.nl}"])
 
 
-def _edit_ruamel_generic(text: str, edits: Sequence[Any], indent: Indent) -> str:
-    y = _ruamel(indent)
-    doc = y.load(text)
-    for e in edits:
-        parent = doc
-        for part in e.path[:-1]:
-            parent = parent[part]
-        if not isinstance(parent, CommentedMap):
-            raise EditError(f"{e.where}: parent is not a block mapping")
-        key = e.path[-1]
-        if e.op == "replace_item":
-            seq = parent[key]
-            i = list(seq).index(e.old)
-            style = type(seq[i]) if isinstance(seq[i], str) else str  # keeps its quoting
-            parts = e.value if isinstance(e.value, list) else [e.value]
-            seq[i:i + 1] = [style(v) for v in parts]
-        else:
-            value: Any = e.value
-            if isinstance(value, list):
-                old = parent.get(key)
-                value = CommentedSeq(list(value))
-                if isinstance(old, CommentedSeq) and old.fa.flow_style() is False and len(old):
-                    value.fa.set_block_style()
-                else:
-                    value.fa.set_flow_style()
-            elif isinstance(value, str) and isinstance(parent.get(key), str):
-                value = type(parent[key])(value)  # keep the scalar's quoting style
-            if key in parent:
-                parent[key] = value
-            else:
-                keys = list(parent)
-                pos = keys.index(e.after) + 1 if e.after in keys else 0
-                parent.insert(pos, key, value)
-        if e.comment:
-            col = parent.lc.key(next(iter(parent)))[1] if len(parent) else 0
-            parent.yaml_set_comment_before_after_key(key, before=_comment_text(e.comment), indent=col)
-    return _ruamel_dump(y, doc)
+def _edit_one(text: str, e: Edit) -> str:
+    t = _Text(text)
+    try:
+        key, node = _node_at(t.root, e.path)
+    except KeyError:
+        key = node = None
+    if e.op == "replace_item":
+        _replace_item(t, e, key, node)
+    elif e.op == "delete":
+        _delete_key(t, e, key, node)
+    elif key is None or node is None:
+        _add_key(t, e)
+    elif isinstance(e.value, list) and isinstance(node, yaml.SequenceNode) and not node.flow_style \
+            and node.value:
+        if not e.value:
+            raise EditError(f"{e.where}: refusing to write an empty list over a block list; edit it by hand")
+        _set_list(t, key, node, list(e.value), e.comment)
+    else:
+        if isinstance(node, yaml.MappingNode):
+            raise EditError(f"{e.where}: is a mapping; edit it by hand")
+        if isinstance(node, yaml.SequenceNode) and node.flow_style and not isinstance(e.value, list):
+            raise EditError(f"{e.where}: is a list; edit it by hand")
+        new = _flow_text(e.value) if isinstance(e.value, list) else _scalar_text(
+            e.value, getattr(node, "style", None))
+        _replace_span(t, node, new)
+        _comment_above(t, key, e.comment)
+    return t.text()
 
 
-def _verify_generic(old: str, new: str, want: Any, edits: Sequence[Any]) -> None:
-    """The edited text parses to `want`, and every changed line is an edited key, item or comment."""
+# --------------------------------------------------------------------------- the check
+
+
+def _removed_ok(line: str, edits: Sequence[Edit], old_items: set[str]) -> bool:
+    """May this old line be removed (or rewritten) by `edits`?"""
+    s = line.strip()
+    if s.startswith("-") and s[1:].split(" #")[0].strip().strip("'\"") in old_items:
+        return True
+    head = s.split(":", 1)[0].strip().strip("'\"")
+    return head in {e.path[-1] for e in edits}
+
+
+def _added_ok(line: str, edits: Sequence[Edit], values: set[str]) -> bool:
+    s = line.strip()
+    if s.startswith("#"):
+        return True  # which comments may appear is checked with the comments
+    if s.split(":", 1)[0].strip().strip("'\"") in {e.path[-1] for e in edits}:
+        return True
+    if s.startswith("- ") and s[2:].split(" #")[0].strip().strip("'\"") in values:
+        return True
+    return any(v and v in s for v in values)  # an args item rewritten in place
+
+
+def _check(old: str, new: str, want: Any, edits: Sequence[Edit]) -> None:
+    """Raise EditError unless `new` is `old` with exactly `edits` made (see the module doc)."""
     try:
         got = load_data(new)
     except yaml.YAMLError as exc:
-        raise EditError(f"the edited file does not parse: {' '.join(str(exc).split())}") from None
+        raise EditError(f"the edited file does not parse: {_one_line(str(exc))}") from None
     if got != want:
         raise EditError("the edited file does not parse to the original data plus the fixes")
-    keys = {e.path[-1] for e in edits}
-    values = set()
-    for e in edits:
-        for v in (e.value if isinstance(e.value, list) else [e.value]):
-            values.add(str(v))
+    values = {str(v) for e in edits for v in (e.value if isinstance(e.value, list) else [e.value])
+              if e.op != "delete"}
+    dropped = _dropped_items(old, edits)
+    old_items = {str(e.old) for e in edits if e.op == "replace_item"} | dropped | _listed_items(old, edits)
     old_lines, new_lines = old.splitlines(), new.splitlines()
+    removed: list[int] = []
     sm = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, _i1, _i2, j1, j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
+        for i in range(i1, i2):
+            if not _removed_ok(old_lines[i], edits, old_items) and not _is_comment_or_blank(old_lines[i]):
+                raise EditError(f"the edit would remove or rewrite an unrelated line: {old_lines[i]!r}")
+            removed.append(i)
         for line in new_lines[j1:j2]:
-            s = line.strip()
-            if s.startswith("#") or s.split(":", 1)[0].strip() in keys:
-                continue
-            if s.startswith("- ") and s[2:].strip().strip("'\"") in values:
-                continue
-            if any(v in s for v in values):  # an args item rewritten in place
-                continue
-            raise EditError(f"the edit would add an unexpected line: {line!r}")
+            if not _added_ok(line, edits, values):
+                raise EditError(f"the edit would add an unexpected line: {line!r}")
+    _check_comments(old, new, edits, {i for i in removed if _on_removed(old_lines[i], edits, dropped)})
 
 
-def edit_recipe_text(text: str, edits: Sequence[Any], want: Any,
-                     *, method: Method | Literal["auto"] = "auto") -> EditOutcome:
+def _old_lists(old: str, edits: Sequence[Edit]) -> list[tuple[Edit, list[Any]]]:
+    data = load_data(old)
+    out = []
+    for e in edits:
+        node = data
+        for part in e.path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, list):
+            out.append((e, node))
+    return out
+
+
+def _listed_items(old: str, edits: Sequence[Edit]) -> set[str]:
+    """Items of the lists the edits set (a reordered list rewrites their lines)."""
+    return {str(v) for e, items in _old_lists(old, edits) if e.op == "set" for v in items}
+
+
+def _dropped_items(old: str, edits: Sequence[Edit]) -> set[str]:
+    """Items of lists the edits set or delete that the new value no longer holds."""
+    out: set[str] = set()
+    for e, items in _old_lists(old, edits):
+        keep = {str(v) for v in e.value} if isinstance(e.value, list) and e.op == "set" else set()
+        out |= {str(v) for v in items if str(v) not in keep}
+    return out
+
+
+def _on_removed(line: str, edits: Sequence[Edit], dropped: set[str]) -> bool:
+    """Is this old line one the edits take away (a dropped item, a deleted key), so that a comment
+    written on it goes with it?"""
+    s = line.strip()
+    if s.startswith("-"):
+        return s[1:].split(" #")[0].strip().strip("'\"") in dropped
+    head = s.split(":", 1)[0].strip().strip("'\"")
+    return head in {e.path[-1] for e in edits if e.op == "delete"}
+
+
+def _check_comments(old: str, new: str, edits: Sequence[Edit], removed: set[int]) -> None:
+    """Every old comment survives, but one on a line the edit takes away (a dropped item, a
+    deleted key); the only new comments are the edits' own."""
+    lines = old.splitlines()
+    before = Counter(c for _i, c in comments(old))
+    gone = Counter(c for i, c in comments(old)
+                   if i in removed and not lines[i].lstrip().startswith("#"))
+    after = Counter(c for _i, c in comments(new))
+    own = Counter(f"# {_one_line(e.comment)}" for e in edits if e.comment)
+    lost = (before - gone) - after
+    if lost:
+        raise EditError(f"the edit would lose the comment {next(iter(lost))!r}")
+    extra = (after - before) - own
+    if extra:
+        raise EditError(f"the edit would add the comment {next(iter(extra))!r}")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def edit_recipe_text(text: str, edits: Sequence[Edit], want: Any) -> EditOutcome:
     """Apply fix edits to a recipe's text; `want` is `edits.apply(data, edits)`.
 
-    ruamel when the file round-trips byte-identically, else the line editor; either result
-    must pass `_verify_generic`, or EditError says why no editor could do it safely.
+    Raises EditError when the edits cannot be made safely (see the module doc).
     """
-    indent = detect_indent(text)
-    notes: list[str] = []
-    if method in ("auto", "ruamel"):
-        if roundtrip_identical(text, indent):
-            try:
-                new = _edit_ruamel_generic(text, edits, indent)
-                _verify_generic(text, new, want, edits)
-                return EditOutcome(text=new, method="ruamel", changed=[e.where for e in edits])
-            except EditError as exc:
-                notes.append(f"ruamel edit rejected ({exc}); used the line editor")
-            except Exception as exc:  # noqa: BLE001 - ruamel internals; the line editor still works
-                notes.append(f"ruamel edit failed ({type(exc).__name__}: {exc}); used the line editor")
-        else:
-            notes.append("ruamel does not round-trip this file byte-identically; used the line editor")
-        if method == "ruamel":
-            raise EditError(notes[-1])
     new = text
+    e: Edit | None = None
     try:
         for e in edits:
-            new = _edit_lines_generic(new, e, indent)
+            data = load_data(new)
+            if apply(data, [e]) == data:
+                continue  # already made: a second apply writes nothing, its comment included
+            new = _edit_one(new, e)
     except yaml.YAMLError as exc:
-        raise EditError(f"YAML error while locating {e.where}: {' '.join(str(exc).split())}") from None
-    _verify_generic(text, new, want, edits)
-    return EditOutcome(text=new, method="lines", changed=[e.where for e in edits], notes=notes)
+        where = e.where if e is not None else "the file"
+        raise EditError(f"YAML error while locating {where}: {_one_line(str(exc))}") from None
+    _check(text, new, want, edits)
+    return EditOutcome(text=new, changed=[e.where for e in edits])
