@@ -8,23 +8,19 @@ from typing import Any
 
 from compat.hf.release_sources import newest_tree as _newest_tree
 from compat.hf.release_sources import transformers_checkpoints as _transformers_checkpoints
-from compat.scan import release_facts, write_facts
+from compat.scan import release_facts
 from compat.sources import open_trees
+from compat.vocab import resolve_pin
 
 Progress = Callable[[str], None]
 
 
 def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
          use_cache: bool = True, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Scan releases into `db_path` (atomically); returns a summary row per release.
+    """Scan releases into `db_path` (atomically); returns a summary row per release."""
+    from compat import store
 
-    Written with sqlite3 alone (compat.dbfile), so a scan never imports SQLAlchemy; a
-    database holding tables of another shape (an older vllm-compat wrote it) goes
-    through compat.db like every other command.
-    """
-    from compat import dbfile
-
-    dbfile.ensure_writable(db_path)
+    store.ensure_writable(db_path)
     trees = open_trees(versions, srcs, installed, progress)
     summary = []
     facts_all = []
@@ -37,16 +33,9 @@ def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
             "pp": sum(1 for r in caps if r["supports_pp"]), "cached": cached,
             "seconds": facts["release"].get("seconds", 0.0),
         })
-    try:
-        with dbfile.writing(db_path) as con:
-            for facts in facts_all:
-                write_facts(con, facts)
-    except dbfile.SchemaDiffers:
-        from compat import db as dbm
-
-        with dbm.writing(db_path) as engine:
-            for facts in facts_all:
-                write_facts(engine, facts)
+    with store.writing(db_path) as db:
+        for facts in facts_all:
+            db.write_release_facts(facts)
     return summary
 
 
@@ -54,25 +43,12 @@ def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
     """Map each pin ('0.23.0', 'nightly', '0.11') to a release on the index, where possible."""
     from compat.errors import UserError
     from compat.sources.pypi import versions_on_index
-    from compat.vocab import release_key
-
     try:
         available = versions_on_index()
     except UserError:
         available = []
-    out: dict[str, str] = {}
-    for pin in pins:
-        if pin == "nightly":
-            if available:
-                out[pin] = available[-1]
-        elif pin in available:
-            out[pin] = pin
-        else:
-            # "0.11" or "0.11.0" spelled differently: the first release with that prefix.
-            cands = [v for v in available if v == pin or v.startswith(pin.rstrip(".") + ".")]
-            if cands:
-                out[pin] = sorted(cands, key=release_key)[0]
-    return out
+    found = {pin: resolve_pin(pin, available) for pin in pins}
+    return {pin: v for pin, v in found.items() if v is not None}
 
 
 def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
@@ -83,9 +59,10 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     With `facts_lock`, the lock answers first for every id it holds (offline)."""
     import time
 
-    from compat import db as dbm
+    from compat import store
     from compat.errors import UserError
     from compat.hf import ModelResolver
+    from compat.tables import CauseRow, DraftMapping, ModelFact, RecipeFile, ShellVariable
     from compat.recipes import enumerate_repo, load_repo
     from compat.sources import tree_from_index, tree_from_path
     from compat.vocab import release_key
@@ -99,7 +76,7 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
-    dbm.ensure_writable(db_path)
+    store.ensure_writable(db_path)
     lock = read_lock(facts_lock) if facts_lock is not None else None
     repo = load_repo(recipes)
     enum = enumerate_repo(repo)
@@ -148,24 +125,23 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
                                "unavailable": unavailable, "coverage": coverage}
     recipe_moe = repo.declared_moe()
-    with dbm.writing(db_path) as engine:
+    with store.writing(db_path) as db:
         for v in releases:
-            write_facts(engine, facts_all[v])
+            db.write_release_facts(facts_all[v])
         shell = read_placeholders(Path(recipes))  # $HEAD_IP & co.: values the user's shell supplies
-        dbm.replace_rows(engine, dbm.ShellVariable, shell.rows())
-        judges = {v: Judge(load_knowledge(engine, v, trees[v]), models, recipe_moe, shell) for v in releases}
+        db.replace(ShellVariable, shell.rows())
+        judges = {v: Judge(load_knowledge(db, v, trees[v]), models, recipe_moe, shell) for v in releases}
         # Local trees only: stay offline, and search works_from among them (as for model facts).
         index = _index_or_none() if (versions or not explicit) else None
         pool = ReleasePool(judges, models, recipe_moe, index=index, progress=progress, shell=shell)
-        written, by_status, book, judged = _judge_all(engine, combos, releases, explicit, pin_of,
+        written, by_status, book, judged = _judge_all(db, combos, releases, explicit, pin_of,
                                                       unavailable, pool, renderer(repo), say)
         _plan_fixes(repo, pool, book, judged, explicit, pin_of, say)
-        dbm.replace_rows(engine, dbm.CauseRow, book.rows)
-        dbm.replace_rows(engine, dbm.RecipeFile, _recipe_hashes(repo))
+        db.replace(CauseRow, book.rows)
+        db.replace(RecipeFile, _recipe_hashes(repo))
         for v, judge in judges.items():  # the recipe models' drafts join v_draft
-            dbm.append_rows(engine, dbm.DraftMapping,
-                            [dict(r, vllm_version=v) for r in judge.drafts.values()])
-        dbm.replace_rows(engine, dbm.ModelFact, _model_fact_rows(models, combos))
+            db.append(DraftMapping, [dict(r, vllm_version=v) for r in judge.drafts.values()])
+        db.replace(ModelFact, _model_fact_rows(models, combos))
         summary["works_from_basis"] = "index" if pool.exhaustive else "scanned releases (index unreachable)"
 
     summary["verdicts"] = written
@@ -174,23 +150,23 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     return summary
 
 
-def _judge_all(engine: Any, combos: list[Any], releases: list[str], explicit: bool,
+def _judge_all(db: Any, combos: list[Any], releases: list[str], explicit: bool,
                pin_of: dict[str, str], unavailable: dict[str, str], pool: Any, render: Any,
                say: Progress) -> tuple[int, Any, Any]:
     """Judge every combination into the verdict table (batched); returns (rows, by status, causes)."""
     import json
     from collections import Counter
 
-    from compat import db as dbm
     from compat.fix.context import Row as FixRow
+    from compat.tables import Command, Verdict, VerdictCause
     from compat.verdict.batch import CauseBook, Sweep, later_than, unavailable_row
 
     book = CauseBook()
     sweep = Sweep(pool, render, book)
     later = later_than(releases)
-    dbm.replace_rows(engine, dbm.Verdict, [])  # start empty; rows are appended in batches
-    dbm.replace_rows(engine, dbm.VerdictCause, [])
-    dbm.replace_rows(engine, dbm.Command, [
+    db.replace(Verdict, [])  # start empty; rows are appended in batches
+    db.replace(VerdictCause, [])
+    db.replace(Command, [
         {"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])} for i, c in enumerate(combos, 1)])
     rows: list[dict[str, Any]] = []
     links: list[dict[str, int]] = []
@@ -201,15 +177,15 @@ def _judge_all(engine: Any, combos: list[Any], releases: list[str], explicit: bo
     def flush() -> None:
         nonlocal written
         by_status.update((r["vllm_version"], r["status"]) for r in rows if r["judged"])
-        dbm.append_rows(engine, dbm.Verdict, rows)
-        dbm.append_rows(engine, dbm.VerdictCause, links)
+        db.append(Verdict, rows)
+        db.append(VerdictCause, links)
         written += len(rows)
         rows.clear()
         links.clear()
 
     for command_id, c in enumerate(combos, 1):
         if explicit:
-            true_pin = _pin_in(c.vllm_pin, releases)
+            true_pin = resolve_pin(c.vllm_pin, releases)
             targets = [(v, 1, int(v == true_pin)) for v in releases]
         else:
             pinned = pin_of.get(c.vllm_pin)
@@ -245,7 +221,7 @@ def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], e
     from compat.fix.plan import build_cases, plan_all
 
     def resolve(pin: str) -> str | None:
-        return pin_of.get(pin) or _pin_in(pin, pool.releases)
+        return pin_of.get(pin) or resolve_pin(pin, pool.releases)
 
     cases = build_cases(repo, judged, book.rows, pinned=not explicit)
     planned = plan_all(cases, Context(repo, pool, resolve), say)
@@ -376,16 +352,6 @@ def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> li
     if versions or not srcs:
         trees.update({t.version: t for t in _newest_tree(trees, say)})
     return list(trees.values())
-
-
-def _pin_in(pin: str, releases: list[str]) -> str | None:
-    """The release among `releases` a recipe pin names ('nightly' = the newest), if any."""
-    if pin == "nightly":
-        return releases[-1] if releases else None
-    if pin in releases:
-        return pin
-    cands = [v for v in releases if v.startswith(pin.rstrip(".") + ".")]
-    return cands[0] if cands else None
 
 
 def lint(command: list[str], db_path: Path | None, versions: list[str], platform: str = "cuda",

@@ -1,8 +1,9 @@
 """`compat bisect`: the first release where a blocked combination starts working, and why.
 
 Releases between the pinned one (or --from) and the newest on the index (or --to)
-are searched by bisection, fetching and scanning only the releases the search
-visits (facts are cached by sdist hash, so re-runs are cheap). The search assumes
+are searched by bisection through the build's own release pool (compat.verdict.releases),
+fetching and scanning only the releases the search visits (facts are cached by sdist
+hash, so re-runs are cheap). The search assumes
 the combination, once fixed, stays fixed; both ends are checked, and a release
 where it breaks again would show up in `compat diff`. The explanation compares
 the facts the verdict used at the last blocked and the first working release.
@@ -15,17 +16,15 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from compat import db as dbm
 from compat.errors import UserError
 from compat.hf import ModelResolver
 from compat.recipes import Combination, enumerate_repo, load_repo
-from compat.scan import release_facts, write_facts
+from compat.scan import release_facts
 from compat.sources.pypi import tree_from_index, versions_on_index
-from compat.vocab import release_key, status_rank, worst
-from compat.verdict.engine import Judge, Outcome
-from compat.verdict.knowledge import load_knowledge
+from compat.verdict.engine import Outcome
+from compat.verdict.releases import ReleasePool, final_releases
+from compat.vocab import STARTS, release_key, resolve_pin, status_rank, worst
 
 Progress = Callable[[str], None]
 
@@ -51,105 +50,62 @@ def select(combos: list[Combination], model: str, strategy: str, feature: str) -
     return out
 
 
-class _Releases:
-    """Scans releases on demand into one temporary database and judges the selected combos."""
-
-    def __init__(self, combos: list[Combination], progress: Progress | None, newest: str,
-                 recipe_moe: dict[str, bool], shell: Any = None) -> None:
-        self.combos = combos
-        self.recipe_moe = recipe_moe
-        self.shell = shell  # the recipes' shell placeholders: values the user's shell supplies
-        # Facts about a model id do not depend on the release judged: resolve them with the
-        # newest release's docs and test registry too (downloaded, not scanned).
-        self.newest = tree_from_index(newest, progress=progress)
-        self.say = progress or (lambda _m: None)
-        self.tmp = tempfile.TemporaryDirectory(prefix="compat-bisect-")
-        self.db = Path(self.tmp.name) / "bisect.db"
-        self.engine = dbm.engine_for(self.db)
-        dbm.init_schema(self.engine)
-        self.trees: dict[str, Any] = {}
-        self.outcomes: dict[str, list[Outcome]] = {}
-        self.facts: dict[str, dict[str, Any]] = {}
-
-    def judge(self, version: str) -> str:
-        if version not in self.outcomes:
-            self.say(f"bisect: scanning vllm {version}")
-            tree = tree_from_index(version, progress=self.say)
-            self.trees[version] = tree
-            facts, _ = release_facts(tree, self.say)
-            self.facts[version] = facts
-            write_facts(self.engine, facts)
-            models = ModelResolver(trees=[self.newest, *self.trees.values()])
-            judge = Judge(load_knowledge(self.engine, version, tree), models, self.recipe_moe, self.shell)
-            self.outcomes[version] = [judge.judge(c) for c in self.combos]
-        return worst(o.status for o in self.outcomes[version]).value
-
-    def close(self) -> None:
-        self.engine.dispose()
-        self.tmp.cleanup()
-
-
 def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | None = None,
            end: str | None = None, progress: Progress | None = None) -> BisectResult:
+    """The first release after the pin (or --from) where every selected combination starts,
+    searched by the build's own release pool (`ReleasePool.first_release`)."""
+    from compat.verdict.shell import read_placeholders
+
     repo = load_repo(recipes)
     combos = select(enumerate_repo(repo).combinations, model, strategy, feature)
     if not combos:
         raise UserError(f"no synthesizable combination for {model} {strategy} {feature or '(base)'}",
                         where=str(recipes))
-    available = versions_on_index()
-    pin = start or combos[0].vllm_pin
-    if pin == "nightly":
-        pin = available[-1]
-    if pin not in available:
-        cands = [v for v in available if v.startswith(pin.rstrip(".") + ".")]
-        if not cands:
-            raise UserError(f"release {pin!r} is not on the package index", where="--from")
-        pin = cands[0]
+    available = final_releases(versions_on_index())
+    pin = resolve_pin(start or combos[0].vllm_pin, available)
+    if pin is None:
+        raise UserError(f"release {start or combos[0].vllm_pin!r} is not on the package index", where="--from")
     last = end or available[-1]
     if last not in available:
         raise UserError(f"release {last!r} is not on the package index", where="--to")
     if release_key(last) < release_key(pin):
         raise UserError(f"--to {last} is older than the start {pin}; give --from OLDER --to NEWER",
                         where="--to")
-    span = [v for v in available if release_key(pin) <= release_key(v) <= release_key(last)
-            and not any(t in v for t in ("rc", "a", "b", "dev", "post"))]
-    if not span:
-        raise UserError(f"no final release between {pin} and {last} on the package index", where="--from")
+    span = [v for v in available if release_key(pin) <= release_key(v) <= release_key(last)]
     res = BisectResult(target=f"{model} {strategy} {feature}", searched=span)
-    from compat.verdict.shell import read_placeholders
+    # Model facts do not depend on the release judged: the newest release's docs and test
+    # registry answer them, as in a build.
+    models = ModelResolver(trees=[tree_from_index(available[-1], progress=progress)])
+    pool = ReleasePool({}, models, repo.declared_moe(), index=available, progress=progress,
+                       shell=read_placeholders(Path(recipes)))
 
-    rel = _Releases(combos, progress, available[-1], repo.declared_moe(), read_placeholders(Path(recipes)))
-    try:
-        lo_status = rel.judge(span[0])
-        res.visited[span[0]] = lo_status
-        if lo_status in ("ok", "warning"):
-            res.first_ok = span[0]
-            res.note = f"already works at {span[0]}"
-            res.why_ok = _chain(rel.outcomes[span[0]])
-            return res
-        hi_status = rel.judge(span[-1])
-        res.visited[span[-1]] = hi_status
-        if hi_status not in ("ok", "warning"):
-            res.last_blocked = span[-1]
-            res.note = f"still {hi_status} at {span[-1]}"
-            res.why_blocked = _chain(rel.outcomes[span[-1]])
-            return res
-        lo, hi = 0, len(span) - 1  # span[lo] not ok, span[hi] ok
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            st = rel.judge(span[mid])
-            res.visited[span[mid]] = st
-            if st in ("ok", "warning"):
-                hi = mid
-            else:
-                lo = mid
-        res.first_ok, res.last_blocked = span[hi], span[lo]
-        res.why_blocked = _chain(rel.outcomes[span[lo]], worst_only=True)
-        res.why_ok = _chain(rel.outcomes[span[hi]])
-        res.changes = _changes(rel, span[lo], span[hi])
+    def starts(version: str) -> bool | None:
+        outcomes = [pool.outcome(version, c) for c in combos]
+        if any(o is None for o in outcomes):
+            return None
+        res.visited[version] = worst(o.status for o in outcomes if o is not None).value
+        return res.visited[version] in STARTS
+
+    if starts(pin):
+        res.first_ok, res.note = pin, f"already works at {pin}"
+        res.why_ok = _chain(_outcomes(pool, pin, combos))
         return res
-    finally:
-        rel.close()
+    res.first_ok = pool.first_release(pin, starts, until=last)
+    if res.first_ok is None:
+        res.last_blocked = span[-1]
+        res.note = f"still {res.visited.get(span[-1], 'unknown')} at {span[-1]}"
+        res.why_blocked = _chain(_outcomes(pool, span[-1], combos))
+        return res
+    before = [v for v in res.visited if release_key(v) < release_key(res.first_ok)]
+    res.last_blocked = max(before, key=release_key)
+    res.why_blocked = _chain(_outcomes(pool, res.last_blocked, combos), worst_only=True)
+    res.why_ok = _chain(_outcomes(pool, res.first_ok, combos))
+    res.changes = _changes(res.why_blocked, res.last_blocked, res.first_ok)
+    return res
+
+
+def _outcomes(pool: ReleasePool, version: str, combos: list[Combination]) -> list[Outcome]:
+    return [o for o in (pool.outcome(version, c) for c in combos) if o is not None]
 
 
 def _chain(outcomes: list[Outcome], worst_only: bool = False) -> list[str]:
@@ -159,12 +115,19 @@ def _chain(outcomes: list[Outcome], worst_only: bool = False) -> list[str]:
                     if worst_outcome.message and worst_outcome.status != "ok" else [])
 
 
-def _changes(rel: _Releases, bad: str, good: str) -> list[str]:
-    """Facts that differ between the two releases and are named in the blocked chain."""
+def _changes(blocked_chain: list[str], bad: str, good: str) -> list[str]:
+    """Facts that differ between the two releases and are named in the blocked chain (their
+    facts, cached by the scan, written to a scratch database for `compat.diff`)."""
+    from compat import store
     from compat.diff import _draft, diff
 
-    words = " ".join(_chain(rel.outcomes[bad]))
-    d = diff(rel.db, bad, good)
+    words = " ".join(blocked_chain)
+    with tempfile.TemporaryDirectory(prefix="compat-bisect-") as tmp:
+        db = Path(tmp) / "bisect.db"
+        with store.scratch(db) as facts_db:
+            for v in (bad, good):
+                facts_db.write_release_facts(release_facts(tree_from_index(v))[0])
+        d = diff(db, bad, good)
     out = []
     for p in d["draft_parallel"]:
         if f"method {p['method']}" in words:

@@ -91,11 +91,11 @@ def sql(
 
     Example: compat sql "SELECT arch FROM v_arch_capability WHERE supports_pp=0" --format json
     """
-    from compat import db as dbm
+    from compat import store
 
     if format not in ("table", "json", "csv"):
         raise UserError(f"unknown format {format!r} (table, json, csv)", where="--format")
-    cols, rows = dbm.query(db, statement)
+    cols, rows = store.query(db, statement)
     if format == "json":
         sys.stdout.write(json.dumps([dict(zip(cols, r)) for r in rows], indent=1) + "\n")
     elif format == "csv":
@@ -201,22 +201,21 @@ def explain(
 @app.command()
 def overrides(
     db: DbOpt = Path("compat.db"),
-    recipes: Annotated[Path | None, typer.Option("--recipes", metavar="DIR", help="Recipes checkout (effective strategies, existing gates).")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", metavar="PATH", help="Write the YAML here instead of stdout.")] = None,
-    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write every planned fix into this recipes checkout (as `compat fix --apply`).")] = None,
+    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write the fixes shown into this recipes checkout (as `compat fix --apply`).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing.")] = False,
-    gate_mode_conflicts: Annotated[bool, typer.Option("--gate-mode-conflicts", metavar="", help="Gate a whole feature when only some modes are blocked.")] = False,
 ) -> None:
-    """strategy_overrides YAML from the verdicts; --apply writes the planned fixes round-trip.
+    """The fix stage's plans per recipe file as YAML, with `strategy_overrides` for information;
+    --apply writes exactly the fixes shown, round-trip.
 
-    Example: compat overrides --db compat.db --recipes ../recipes --apply ../recipes --dry-run
+    Example: compat overrides --db compat.db --apply ../recipes --dry-run
     """
     if apply is not None:
         _apply_fixes(db, apply, dry_run, ())
         return
     from compat.emit.overrides import generate_overrides, render_yaml
 
-    text = render_yaml(generate_overrides(db, recipes, gate_mode_conflicts=gate_mode_conflicts))
+    text = render_yaml(generate_overrides(db))
     if output:
         output.write_text(text)
     else:

@@ -10,20 +10,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from compat import db as dbm
 from compat.errors import UserError
+from compat.store import Store, open_store
 
 CAP_FLAGS = ("supports_pp", "supports_lora", "supports_multimodal", "supports_encoder_tp_data",
              "is_hybrid", "has_inner_state", "is_attention_free", "supports_transcription",
              "is_pooling_model", "is_text_generation_model", "supports_eagle3", "is_moe")
 
 
-_rows = dbm.dict_rows
+
+def _rows(db: Store, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+    return db.dicts(sql, params)
 
 
 def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
-    engine = dbm.reading(db_path)
-    with engine.connect() as conn:
+    with open_store(db_path) as conn:
         have = {r["version"] for r in _rows(conn, "select version from release", ())}
         for v in (a, b):
             if v not in have:

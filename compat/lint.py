@@ -15,20 +15,20 @@ cached); each argument finding gets the first release that accepts it the same w
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat import db as dbm
+from compat import store
 from compat.errors import UserError
 from compat.recipes import Combination, parse_serve_args
 from compat.verdict.engine import Finding, Judge
 from compat.verdict.shell import ShellVars
 
 Progress = Callable[[str], None]
-WORKING = ("ok", "warning")
 
 
 @dataclass
@@ -112,12 +112,12 @@ class _Facts:
         from compat.vocab import release_key
 
         self.say = progress or (lambda _m: None)
-        self.engine = dbm.reading(db_path) if db_path is not None else None
+        self._open = contextlib.ExitStack()
+        self.db = self._open.enter_context(store.open_store(db_path)) if db_path is not None else None
         self.in_db: list[str] = []
         self.origin: dict[str, str] = {}
-        if self.engine is not None:
-            with self.engine.connect() as conn:
-                rows = dbm.dict_rows(conn, "select version, origin from release")
+        if self.db is not None:
+            rows = self.db.dicts("select version, origin from release")
             self.in_db = sorted((r["version"] for r in rows), key=release_key)
             self.origin = {r["version"]: r["origin"] for r in rows}
         self.local = {}  # --vllm-src trees, judged from a fresh scan
@@ -128,13 +128,9 @@ class _Facts:
 
     def shell(self) -> ShellVars:
         """The placeholders the build's recipes checkout defines (none without a database)."""
-        if self.engine is None:
+        if self.db is None or not self.db.has_table("shell_variable"):  # none, or written before it existed
             return ShellVars()
-        try:
-            with self.engine.connect() as conn:
-                return ShellVars.from_rows(dbm.dict_rows(conn, "select pattern, file, line from shell_variable"))
-        except Exception:  # a database written before the table existed
-            return ShellVars()
+        return ShellVars.from_rows(self.db.dicts("select pattern, file, line from shell_variable"))
 
     def tree(self, version: str) -> Any:
         """The release's source: a --vllm-src tree, else the index's sdist (cached); a database
@@ -157,7 +153,7 @@ class _Facts:
         from compat.verdict.knowledge import knowledge_from_facts, load_knowledge
 
         if version in self.in_db and version not in self.local:
-            return load_knowledge(self.engine, version, self.tree(version))
+            return load_knowledge(self.db, version, self.tree(version))
         from compat.scan import release_facts
 
         tree = self.tree(version)
@@ -169,8 +165,7 @@ class _Facts:
         return knowledge_from_facts(version, tree, facts, notes)
 
     def close(self) -> None:
-        if self.engine is not None:
-            self.engine.dispose()
+        self._open.close()
 
 
 def expand_config(argv: list[str], data: Any) -> list[str]:

@@ -8,20 +8,21 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from compat import db as dbm
+from compat.chains import shown_steps
 from compat.errors import UserError
+from compat.store import open_store
 from compat.recipes.synthesis import command_line
 from compat.vocab import release_key
 
 
-def _rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
-    engine = dbm.reading(db_path)
-    try:
-        with engine.connect() as conn:
-            return dbm.dict_rows(conn, sql, params)
-    except Exception as exc:
-        raise UserError(f"cannot read verdicts: {str(getattr(exc, 'orig', exc)).splitlines()[0]}",
-                        where=str(db_path)) from None
+def _rows(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    import sqlite3
+
+    with open_store(db_path) as db:
+        try:
+            return db.dicts(sql, params)
+        except sqlite3.Error as exc:
+            raise UserError(f"cannot read verdicts: {str(exc).splitlines()[0]}", where=str(db_path)) from None
 
 
 ROW_KEYS = ("vllm_version", "platform", "hardware", "variant", "strategy", "feature", "mode",
@@ -206,7 +207,7 @@ def _explain_rows(rows: list[dict[str, Any]], feat: str, mode: str) -> list[str]
         what = f"{feat}:{mode}" if mode else feat or "base command"
         out.append(f"{r['model_id']} ({r['recipe']}), {r['strategy']}, {what}, vLLM {version}: {status.upper()}")
         out.append(f"  holds on {_where(rs)}")
-        for i, step in enumerate(json.loads(chain or "[]"), 1):
+        for i, step in enumerate(shown_steps(chain), 1):
             out.append(f"  {i}. {step}")
         if r["message"]:
             out.append(f"  vLLM raises: {r['message']}")

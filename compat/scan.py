@@ -11,21 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from compat import dbfile
 from compat.resources import data_dir
 from compat.sources.pypi import cache_dir
 from compat.sources.tree import VllmTree
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
 
 VERDICT_PLATFORMS = ("cuda", "rocm")
 Progress = Callable[[str], None]
@@ -77,18 +72,6 @@ def release_facts(tree: VllmTree, progress: Progress | None = None,
         json.dump(facts, fh)
     os.replace(tmp, path)
     return facts, False
-
-
-def write_facts(target: Engine | sqlite3.Connection, facts: dict[str, Any]) -> dict[str, int]:
-    """Replace one release's rows in every fact table, in one transaction (compat.dbfile
-    writes them, on the engine's own connection when given an engine)."""
-    if isinstance(target, sqlite3.Connection):
-        return dbfile.write_release_facts(target, facts)
-    raw = target.raw_connection()
-    try:
-        return dbfile.write_release_facts(raw.driver_connection, facts)  # type: ignore[arg-type]
-    finally:
-        raw.close()
 
 
 def rows_of(items: list[Any]) -> list[dict[str, Any]]:

@@ -64,3 +64,20 @@ def sort_releases(labels: Iterable[str], *, newest_first: bool = False) -> list[
 
 def newest(labels: Iterable[str]) -> str | None:
     return max(labels, key=release_key, default=None)
+
+
+def resolve_pin(pin: str, releases: Iterable[str]) -> str | None:
+    """The release among `releases` a recipe pin names: `nightly` is the newest, a release is
+    itself, and a prefix ("0.11", "0.11.") is the oldest release it starts; None when none is."""
+    ordered = sort_releases(releases)
+    if pin == NIGHTLY:
+        return ordered[-1] if ordered else None
+    if pin in ordered:
+        return pin
+    return next((v for v in ordered if v.startswith(pin.rstrip(".") + ".")), None)
+
+
+#: Statuses under which a command starts (a warning starts, with a fallback).
+STARTS = frozenset({Status.OK, Status.WARNING})
+#: Statuses under which no known check fails (unknown: a fact is missing, nothing is known to fail).
+NOT_BLOCKED = frozenset({Status.OK, Status.WARNING, Status.UNKNOWN})

@@ -5,13 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from compat import db as dbm
+from compat import store
+from compat.tables import Verdict
 
 
 def test_writing_adds_columns_an_older_database_lacks(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    with dbm.writing(path) as engine:
-        dbm.append_rows(engine, dbm.Verdict, [
+    with store.writing(path) as db:
+        db.append(Verdict, [
             {"vllm_version": "0.23.0", "platform": "cuda", "recipe": "r", "status": "ok"}])
     con = sqlite3.connect(path)  # make it look like a database from before `verdict.source`
     con.executescript(
@@ -19,10 +20,9 @@ def test_writing_adds_columns_an_older_database_lacks(tmp_path: Path) -> None:
     )
     con.commit()
     con.close()
-    with dbm.writing(path) as engine:
-        dbm.append_rows(
-            engine,
-            dbm.Verdict,
+    with store.writing(path) as db:
+        db.append(
+            Verdict,
             [dict(vllm_version="0.33.0", platform="cuda", recipe="r", status="ok", source="api")],
         )
     con = sqlite3.connect(path)

@@ -59,6 +59,42 @@ def test_at_most_two_percent_remain_and_each_says_why(loop: dict[str, Path]) -> 
         assert cause["fix_kind"] == "none" and "gate:" in cause["fix_why"], cause
 
 
+def test_overrides_shows_exactly_the_fixes_apply_writes(loop: dict[str, Path], snapshot: Path,
+                                                         tmp_path: Path) -> None:
+    """One planner (issue 17): on the whole snapshot, the fixes `compat overrides` prints are the
+    edits `--apply` writes, file for file."""
+    from tests.test_overrides import assert_printed_is_applied
+
+    assert assert_printed_is_applied(loop["before"], snapshot, tmp_path) > 50
+
+
+def test_apply_keeps_every_comment_not_on_a_removed_item(loop: dict[str, Path], snapshot: Path,
+                                                          tmp_path: Path) -> None:
+    """Comments at random places of every recipe survive every planned fix (issue 17)."""
+    import random
+
+    from compat.fix.edits import apply
+    from compat.fix.plan import _merge
+    from compat.fix.context import Proposal
+    from compat.fix.writer import planned_fixes
+    from compat.fix.yaml_edit import comments, edit_recipe_text, load_data
+    from tests.test_yaml_edit import with_random_comments
+
+    rng = random.Random(17)
+    checked = 0
+    for recipe, fixes in planned_fixes(loop["before"]).items():
+        text = with_random_comments((snapshot / recipe).read_text(encoding="utf-8"), rng)
+        edits = _merge([Proposal(kind, tuple(e), summary) for kind, summary, e in fixes])
+        new = edit_recipe_text(text, edits, apply(load_data(text), edits)).text
+        old_lines, new_lines = text.splitlines(), set(new.splitlines())
+        survivors = [c for _i, c in comments(new)]
+        for i, c in comments(text):
+            removed_item = old_lines[i].strip().startswith("- ") and old_lines[i] not in new_lines
+            assert removed_item or c in survivors, f"{recipe}: lost {c!r}"
+        checked += 1
+    assert checked > 50
+
+
 def test_second_apply_changes_nothing(loop: dict[str, Path]) -> None:
     r = run("fix", "--db", str(loop["before"]), "--apply", str(loop["applied"]))
     assert r.returncode == 0 and "changed 0 recipe files" in r.stderr, r.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compat import db as dbm
+from compat import store
+from compat import tables as t
 from compat.errors import UserError
 from compat.fix.edits import Edit, dumps
 from compat.fix.writer import apply_fixes
@@ -40,14 +41,14 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     gate = Edit("set", ("features", "spec_decoding", "strategies"), ["single_node_tp"], after="description",
                 comment="vllm-compat: spec_decoding cannot start on multi_node_tp_pp at vLLM 0.1.0")
     bump = Edit("set", ("model", "min_vllm_version"), "0.2.0", comment="vllm-compat: first release: 0.2.0")
-    with dbm.writing(db) as engine:
-        dbm.replace_rows(engine, dbm.CauseRow, [
+    with store.writing(db) as s:
+        s.replace(t.CauseRow, [
             {"id": 1, "recipe": "models/a.yaml", "kind": "feature", "fix_kind": "gate", "fix": "gate",
              "fix_edits": dumps([gate])},
             {"id": 2, "recipe": "models/b.yaml", "kind": "pin", "fix_kind": "pin_bump", "fix": "bump",
              "fix_edits": dumps([bump])},
             {"id": 3, "recipe": "models/b.yaml", "kind": "fact", "fix_kind": "none", "fix_why": "no"}])
-        dbm.replace_rows(engine, dbm.RecipeFile, [
+        s.replace(t.RecipeFile, [
             {"path": f"models/{n}.yaml", "sha256": hashlib.sha256(t.encode()).hexdigest()}
             for n, t in (("a", A), ("b", B))])
     return root, db

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compat import api
-from compat import db as dbm
+from compat import store
 from compat.errors import UserError
 from compat.hf import ModelResolver
 from compat.recipes import Combination, enumerate_repo, load_repo, parse_serve_args
@@ -308,8 +308,9 @@ def judges(tmp_path_factory) -> dict[str, Judge]:
     db = tmp_path_factory.mktemp("judge") / "mini.db"
     api.scan([], [f"{MINITREE}=0.0.1"], False, db)
     tree = tree_from_path(f"{MINITREE}=0.0.1")
-    plain = load_knowledge(dbm.engine_for(db), "0.0.1", tree)
-    rich = load_knowledge(dbm.engine_for(db), "0.0.1", tree)
+    with store.open_store(db) as facts:
+        plain = load_knowledge(facts, "0.0.1", tree)
+        rich = load_knowledge(facts, "0.0.1", tree)
     rich.notes = []
     for f in FLAGS:
         if f.startswith("--") and "." not in f and "=" not in f and not f.startswith("--no-") and len(f) > 3:
@@ -453,7 +454,7 @@ def test_fuzz_build_cli_exit_0_or_2_and_db_untouched(data, db_exists, baseline_d
         assert any(lines[0].startswith(f"error: {rel}") for rel in mutated), lines[0]
         assert (db.read_bytes() == baseline_db) if db_exists else not db.exists()
     else:
-        _cols, rows = dbm.query(db, "SELECT DISTINCT status FROM v_verdict")
+        _cols, rows = store.query(db, "SELECT DISTINCT status FROM v_verdict")
         assert {r[0] for r in rows} <= STATUSES
     shutil.rmtree(work)
 

@@ -5,9 +5,9 @@ PYTHONPATH) that slows one stage down and drops a marker file when the stage sta
 the test can send SIGINT at a known point without depending on machine speed:
 
 * `compute_facts`: the static scan of a release (before the database is opened);
-* `replace_rows`: inside `compat.db.writing` (build) or `compat.dbfile.writing` (scan), while
-  the private copy of the database is being filled (the temp file exists next to the
-  database at that moment).
+* `replace_rows`: `Store.replace` inside `compat.store.writing` (build and scan), while the
+  private copy of the database is being filled (the temp file exists next to the database at
+  that moment).
 
 The product code is not changed for this; the stage is wrapped from outside.
 """
@@ -59,10 +59,8 @@ if _cfg["stage"] == "compute_facts":
     import compat.scan as _m
     _m.compute_facts = _slow("compute_facts", _m.compute_facts)
 elif _cfg["stage"] == "replace_rows":
-    import compat.db as _m
-    _m.replace_rows = _slow("replace_rows", _m.replace_rows)
-    import compat.dbfile as _f  # the scan's writer (sqlite3 alone)
-    _f.replace_rows = _slow("replace_rows", _f.replace_rows)
+    import compat.store as _m  # every command's writer
+    _m.Store.replace = _slow("replace_rows", _m.Store.replace)
 '''
 
 

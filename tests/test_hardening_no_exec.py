@@ -138,14 +138,14 @@ def test_overrides_apply_does_not_construct_python_tags(tmp_path):
     con.commit()
     con.close()
     # Control: the untouched copy is edited (so the apply path really reads this file).
-    code, err = _cli(["overrides", "--db", str(db), "--recipes", str(MINIMAL), "--apply", str(target),
+    code, err = _cli(["overrides", "--db", str(db), "--apply", str(target),
                       "--dry-run"])
     assert code == 0 and "would change 1 recipe files" in err, err
     for tag in ("apply_os_system", "apply_exec", "new_os_system"):
         shutil.copy(MINIMAL / rel, target / rel)
         _poison(target, rel, tag, marker)
         before = (target / rel).read_bytes()
-        code, err = _cli(["overrides", "--db", str(db), "--recipes", str(MINIMAL), "--apply", str(target)])
+        code, err = _cli(["overrides", "--db", str(db), "--apply", str(target)])
         assert not marker.exists()
         assert code == 2, err
         lines = _error_lines(err)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from compat import db as dbm
-from compat.scan import release_facts, write_facts
+from compat import store
+from compat.scan import release_facts
 from compat.verdict.arguments import check_arguments
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -109,14 +109,13 @@ def knowledge(vllm_tree, tmp_path_factory):
     from compat.verdict.knowledge import load_knowledge
 
     path = tmp_path_factory.mktemp("golden-args") / "facts.db"
-    engine = dbm.engine_for(path)
-    dbm.init_schema(engine)
     out = {}
-    for v in RELEASES:
-        tree = vllm_tree(v)
-        facts, _ = release_facts(tree)
-        write_facts(engine, facts)
-        out[v] = load_knowledge(engine, v, tree)
+    with store.scratch(path) as db:
+        for v in RELEASES:
+            tree = vllm_tree(v)
+            facts, _ = release_facts(tree)
+            db.write_release_facts(facts)
+            out[v] = load_knowledge(db, v, tree)
     return out
 
 

@@ -428,7 +428,8 @@ def test_datasette_metadata(out, tmp_path):
     assert list(tables["v_verdict"]["columns"]) == V_VERDICT + V_VERDICT_APPENDED + ["source"]
     assert all(tables["v_verdict"]["columns"].values())
     assert list(tables["v_finding"]["columns"]) == V_VERDICT + ["gated", "pinned", "works_from",
-                                                                 "source"]
+                                                                 "judged", "source"]
+    assert all(tables["v_finding"]["columns"].values())
     assert list(tables["v_arch_capability"]["columns"]) == V_ARCH
     assert all(tables["v_arch_capability"]["columns"].values())
 
@@ -617,12 +618,11 @@ def test_bad_inputs_are_user_errors(tmp_path):
 
 
 def test_empty_database_builds_an_empty_matrix(tmp_path):
-    from compat import db as dbm
+    from compat import store
 
     db = tmp_path / "empty.db"
-    engine = dbm.engine_for(db)
-    dbm.init_schema(engine)
-    engine.dispose()
+    with store.writing(db):
+        pass
     report = build_site(db, tmp_path / "out")
     assert report.pages == 1
     assert "no verdicts yet" in read(tmp_path / "out/index.html")

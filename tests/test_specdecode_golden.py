@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compat import api
-from compat import db as dbm
+from compat.store import open_store
 from compat.hf import ModelResolver
 from compat.recipes import Combination
 from compat.verdict.engine import Judge
@@ -47,8 +47,8 @@ def test_static_verdicts_equal_vllm_config_check(version, vllm_tree, tmp_path):
     tree = vllm_tree(version)
     db = tmp_path / "c.db"
     api.scan([], [f"{tree.root}={version}"], False, db)
-    engine = dbm.engine_for(db)
-    judge = Judge(load_knowledge(engine, version, tree), ModelResolver(hf_config_dir=CONFIGS))
+    with open_store(db) as facts:
+        judge = Judge(load_knowledge(facts, version, tree), ModelResolver(hf_config_dir=CONFIGS))
     mismatches, compared = [], 0
     for case in cases:
         if case.get("outcome") not in ("ok", "error") or case.get("skipped"):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from compat import api
-from compat import db as dbm
+from compat.store import open_store
 from compat.hf import ModelResolver
 from compat.recipes import Combination
 from compat.sources import tree_from_path
@@ -50,7 +50,8 @@ def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Knowledge:
     monkeypatch.setenv("COMPAT_CACHE", str(tmp_path / "cache"))
     db = tmp_path / "mini.db"
     api.scan([], [f"{MINITREE}=0.0.1"], False, db)
-    k = load_knowledge(dbm.engine_for(db), "0.0.1", tree_from_path(f"{MINITREE}=0.0.1"))
+    with open_store(db) as facts:
+        k = load_knowledge(facts, "0.0.1", tree_from_path(f"{MINITREE}=0.0.1"))
     for flag in FLAGS:
         value_type = "bool" if flag in ("--headless", "--enable-expert-parallel") else "str"
         k.flags[flag] = {

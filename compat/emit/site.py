@@ -41,10 +41,13 @@ import jinja2
 import yaml
 from markupsafe import Markup, escape
 
+from compat.chains import FOLLOWER_ROLE, shown_steps
 from compat.emit.site_data import ship_database, targets_of, verdicts_document, write_verdicts
 from compat.errors import UserError
 from compat.recipes.synthesis import command_line
 from compat.resources import site_dir
+from compat.store import Store, open_store
+from compat.tables import Release, VerdictCause
 from compat.vocab import Status, release_key, status_rank, worst
 
 VLLM_BLOB = "https://github.com/vllm-project/vllm/blob"
@@ -64,12 +67,11 @@ MARKER = ".compat-site"  # marks a directory this module built, so it may be rep
 BUDGET_PAGES_AND_JSON = 5_000_000  # bytes of every .html and .json file together
 BUDGET_INDEX_PAGE = 300_000  # bytes of one index page
 
-REQUIRED_COLUMNS = ("id", "vllm_version", "platform", "hardware", "recipe", "model_id", "variant",
-                    "strategy", "feature", "mode", "status", "message", "reason", "evidence",
-                    "gated", "pinned", "works_from", "argv", "chain")
-# Columns later builds added, and what a row without them means.
-OPTIONAL_COLUMNS = {"judged": "1", "profiles": "''", "cause_id": "NULL", "command_id": "NULL",
-                    "cause_kind": "''", "cause": "''"}
+#: The verdict columns the pages read.
+_ROW_KEYS = ("id", "vllm_version", "platform", "hardware", "recipe", "model_id", "variant",
+             "strategy", "feature", "mode", "status", "message", "reason", "evidence",
+             "gated", "pinned", "works_from", "argv", "chain", "judged", "profiles", "cause_id",
+             "command_id", "cause_kind", "cause")
 TEXT_COLUMNS = {"platform", "hardware", "variant", "strategy", "feature", "mode", "message",
                 "reason", "evidence", "works_from", "argv", "model_id", "profiles", "cause",
                 "cause_kind"}  # NULL reads as ''
@@ -157,22 +159,16 @@ def _swap(tmp: Path, out: Path) -> None:
 
 def _snapshot(src: Path, dst: Path) -> None:
     """Copy the database with SQLite's backup API: a consistent copy even while it is written."""
-    if not src.is_file():
-        raise UserError("no such database (run `compat build` first)", where=str(src))
-    try:
-        source = sqlite3.connect(src.resolve().as_uri() + "?mode=ro", uri=True)
+    with open_store(src) as db:
         target = sqlite3.connect(dst)
         try:
-            source.backup(target)
+            db.con.backup(target)
         finally:
-            source.close()
             target.close()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"not a vllm-compat database: {exc}", where=str(src)) from None
 
 
-def _columns(con: sqlite3.Connection, name: str) -> list[str]:
-    return [r[1] for r in con.execute(f'PRAGMA table_info("{name}")')]
+def _columns(db: Store, name: str) -> list[str]:
+    return [r["name"] for r in db.dicts(f'PRAGMA table_info("{name}")')]
 
 
 @dataclass(frozen=True)
@@ -213,48 +209,37 @@ class SiteData:
     commands: dict[int, str]  # command id -> argv JSON, for the commands a note shows
 
 
-def _load(con: sqlite3.Connection, where: str) -> SiteData:
-    have = set(_columns(con, "verdict"))
-    if not have:
+def _load(db: Store, where: str) -> SiteData:
+    """The rows the pages show, from the store's records (an older database's missing columns
+    read as their defaults; a status this release does not know reads as unknown)."""
+    if not db.has_table("verdict"):
         raise UserError("no `verdict` table (run `compat build` first)", where=where)
-    missing = [c for c in REQUIRED_COLUMNS if c not in have]
-    if missing:
-        raise UserError(f"table verdict lacks columns {', '.join(missing)}", where=where)
-    known = ", ".join(f"'{s.value}'" for s in Status)
-    cols = [f"COALESCE(v.{c}, '') AS {c}" if c in TEXT_COLUMNS else f"v.{c}"
-            for c in REQUIRED_COLUMNS if c not in ("chain", "status")]
-    cols.append(f"CASE WHEN v.status IN ({known}) THEN v.status ELSE 'unknown' END AS status")
-    cols.append("CASE WHEN v.status = 'ok' THEN '' ELSE v.chain END AS chain")  # ok rows: no note
-    cols += [(f"COALESCE(v.{c}, '') AS {c}" if c in TEXT_COLUMNS else f"v.{c}") if c in have
-             else f"{default} AS {c}" for c, default in OPTIONAL_COLUMNS.items()]
-    cur = con.execute(f"SELECT {', '.join(cols)} FROM verdict v ORDER BY v.id")
-    names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, t, strict=True)) for t in cur]
+    known = {s.value for s in Status}
+    rows = []
+    for v in db.verdicts():
+        r = {k: getattr(v, k) for k in _ROW_KEYS}
+        r.update({k: r[k] or "" for k in TEXT_COLUMNS})
+        r["status"] = v.status if v.status in known else "unknown"
+        r["chain"] = "" if v.status == "ok" else v.chain  # ok rows: no note
+        rows.append(r)
     also: dict[int, list[int]] = defaultdict(list)
-    if _columns(con, "verdict_cause"):
-        for verdict_id, cause_id in con.execute(
-                "SELECT verdict_id, cause_id FROM verdict_cause ORDER BY verdict_id, cause_id"):
-            also[verdict_id].append(cause_id)
+    if db.has_table("verdict_cause"):
+        for link in db.rows(VerdictCause, order="verdict_id, cause_id"):
+            also[link.verdict_id].append(link.cause_id)
     for r in rows:
         primary, more = r["cause_id"], also.get(r["id"], ())
-        r["causes"] = tuple(dict.fromkeys([primary, *more])) if primary is not None \
-            else tuple(more)
+        r["causes"] = tuple(dict.fromkeys([primary, *more])) if primary is not None else tuple(more)
     causes: dict[int, CauseView] = {}
-    if _columns(con, "cause"):
-        for cid, kind, label, fld, line, fix_kind, fix, why, works, finding in con.execute(
-                "SELECT id, kind, label, field, line, fix_kind, fix, fix_why, works_from, finding "
-                "FROM cause"):
-            causes[cid] = CauseView(cid, kind or "", label or "", fld or "", line or 0,
-                                    fix_kind or "", fix or "", why or "", works or "",
-                                    finding or "")
+    if db.has_table("cause"):
+        for c in db.causes():
+            causes[c.id or 0] = CauseView(c.id, c.kind or "", c.label or "", c.field or "", c.line or 0,
+                                          c.fix_kind or "", c.fix or "", c.fix_why or "",
+                                          c.works_from or "", c.finding or "")
     commands: dict[int, str] = {}
-    if "command_id" in have and _columns(con, "command"):
-        commands = dict(con.execute(
-            "SELECT id, argv FROM command WHERE id IN "
-            "(SELECT command_id FROM verdict WHERE status <> 'ok')"))
-    commits: dict[str, str] = {}
-    if "commit_id" in _columns(con, "release"):
-        commits = {v: c or "" for v, c in con.execute("SELECT version, commit_id FROM release")}
+    if db.has_table("command"):
+        commands = {r["id"]: r["argv"] for r in db.dicts(
+            "SELECT id, argv FROM command WHERE id IN (SELECT command_id FROM verdict WHERE status <> 'ok')")}
+    commits = {r.version: r.commit_id or "" for r in db.rows(Release, order="version")}
     return SiteData(rows=rows, commits=commits, causes=causes, commands=commands)
 
 
@@ -391,45 +376,7 @@ def recipe_line_link(recipe: str, line: int, recipes_url: str) -> Link:
 
 
 def _chain(raw: str) -> list[str]:
-    return list(_chain_steps(raw))
-
-
-@functools.lru_cache(maxsize=4096)
-def _chain_steps(raw: str) -> tuple[str, ...]:
-    """The steps of a stored reason chain, each follower-node repeat said once (cached: the
-    rows of one page share a few chains)."""
-    try:
-        steps = json.loads(raw or "[]")
-    except json.JSONDecodeError:
-        return (raw,)
-    if isinstance(steps, list):
-        return tuple(_without_repeated_nodes([str(s) for s in steps if str(s).strip()]))
-    return (str(steps),) if steps else ()
-
-
-# A follower node's role, 'worker 2' or 'prefill worker 1' (compat.recipes.synthesis.role_name),
-# and a chain step about one: "[blocked] worker 2: ...".
-_FOLLOWER = r"(?:(\w+) )?worker \d+"
-_FOLLOWER_ROLE = re.compile(f"^{_FOLLOWER}$")
-_NODE_STEP = re.compile(rf"^(\[\w+\] )({_FOLLOWER}): (.*)$", re.S)
-
-
-def _without_repeated_nodes(steps: list[str]) -> list[str]:
-    """A follower node's step that its lead node (the head, or node 0 of its PD pool) already
-    shows, said once: the nodes of one deployment share their model checks, so a 4-node command
-    would otherwise list each finding four times (and differ from its 2-node twin only there).
-    A finding only a follower has (its own node flags) stays."""
-    shown = set(steps)
-    kept = []
-    for step in steps:
-        m = _NODE_STEP.match(step)
-        if m:
-            status, _role, pool, rest = m.groups()
-            lead = f"{status}{pool}: {rest}" if pool else f"{status}{rest}"
-            if lead in shown:
-                continue
-        kept.append(step)
-    return kept
+    return shown_steps(raw)
 
 
 def _command(raw: str) -> str:
@@ -452,7 +399,7 @@ def _command(raw: str) -> str:
     for item in argvs:
         role, argv = (item if isinstance(item, list) and len(item) == 2
                       and isinstance(item[1], list) else ("", item))
-        if _FOLLOWER_ROLE.match(str(role)):
+        if FOLLOWER_ROLE.match(str(role)):
             followers += 1  # a follower node: its lead's command, at another rank
             continue
         if role:
@@ -826,7 +773,7 @@ class _NoteBook:
         for r in rows:
             if r["status"] == "ok":
                 continue
-            chain = _chain_steps(r["chain"])
+            chain = tuple(shown_steps(r["chain"]))
             key = (r["status"], r["message"], r["reason"], r["evidence"], chain,
                    r["works_from"], bool(r["gated"]), r["causes"], r["cause"])
             note = self.by_key.get(key)
@@ -998,14 +945,9 @@ def _render_into(db_path: Path, out: Path, recipes_url: str) -> int:
         except Exception as exc:  # re-raised below, in the caller's thread
             shipped.append(exc)
 
-    con = sqlite3.connect(snapshot)
-    try:
-        data = _load(con, str(db_path))
-        tables = {name: _columns(con, name) for (name,) in con.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY name")}
-    finally:
-        con.close()
+    with open_store(snapshot) as db:
+        data = _load(db, str(db_path))
+        tables = {name: _columns(db, name) for name in db.relations()}
     shipper = threading.Thread(target=ship, name="compat-site-gzip")
     shipper.start()
     try:
@@ -1062,130 +1004,21 @@ TITLE = "vLLM recipes compatibility"
 DESCRIPTION = ("Which synthesized `vllm serve` commands of the vLLM recipes can start, per vLLM "
                "release, read statically from each release's source. Start with v_verdict "
                "(every combination) or v_finding (the non-ok ones).")
-DESCRIPTIONS = {
-    "release": "One row per scanned vLLM release: where its source came from, its sha256 and "
-               "fingerprint, and the pipeline-parallel rule that release uses.",
-    "arch_capability": "Per release and platform: each registered architecture, the class vLLM "
-                       "resolves it to (file:line) and its capabilities, computed statically the "
-                       "way vLLM's _ModelInfo computes them.",
-    "spec_method": "Speculative decoding methods each release accepts, and what legacy MTP "
-                   "aliases become.",
-    "draft_parallel": "How each release builds the draft model's parallel config per method: "
-                      "whether the target's pipeline-parallel size and expert parallelism are "
-                      "copied to the draft.",
-    "draft_mapping": "For a target model type and a speculative method: the draft architecture "
-                     "and class vLLM picks, and whether that draft supports pipeline parallelism.",
-    "gate_status": "Curated runtime gates re-checked against each release: verified when the "
-                   "anchor string is still in its file, unverified when it is gone.",
-    "raise_message": "Exception messages raised in each release's source, with file:line.",
-    "cli_flag": "Every valid `vllm serve` flag and dotted sub-key of JSON flags, per release.",
-    "cli_value": "How argparse reads each `vllm serve` option's value per release: action, nargs, "
-                 "type callable, choices (with the file:line they come from), default.",
-    "config_field": "Fields of the config classes JSON flags are validated against (pydantic), per "
-                    "release: type, default, validators; field '' is the class (extra keys policy).",
-    "shell_variable": "Placeholders the recipes checkout writes into commands ($HEAD_IP): values the "
-                      "user's shell supplies.",
-    "parser_name": "Tool-call and reasoning parser names each release registers.",
-    "class_attr_fact": "Classes that set a capability attribute runtime gates depend on, per "
-                       "release: attention impls returning the softmax LSE (DCP), inner decoders "
-                       "relaying auxiliary hidden states over pipeline stages.",
-    "release_fact": "Scalar facts read from each release's source as JSON: how the model runner "
-                    "is chosen, which packages a default install brings.",
-    "command": "Each synthesized `vllm serve` argv (JSON), stored once and referenced by "
-               "verdict.command_id.",
-    "model_fact": "Model id to HF config facts (architectures, model_type, MTP layers, experts), "
-                  "with source, provenance and the config's commit sha (revision) where one was read.",
-    "verdict": "One row per (release, platform, hardware, recipe, variant, strategy, feature, "
-               "mode): whether the synthesized `vllm serve` command can start, the vLLM error it "
-               "predicts, the reason chain and the evidence.",
-    "v_arch_capability": "Architecture capabilities per release and platform (booleans 0/1, "
-                         "NULL = unknown).",
-    "v_draft": "Draft model chosen per target model type and speculative method, per release.",
-    "v_gate": "Curated runtime gates and whether each release still contains their anchor.",
-    "v_flag": "`vllm serve` flags and JSON sub-keys per release.",
-    "v_parser": "Tool-call and reasoning parser names per release.",
-    "v_flag_value": "Value handling of each `vllm serve` option per release: type, nargs, choices "
-                    "and where the choices are written.",
-    "v_config_field": "Keys (and their types) the JSON config flags accept per release.",
-    "v_verdict": "Every verdict: can this recipe, variant, strategy and feature mode start on "
-                 "this vLLM release?",
-    "v_cause": "One row per (recipe, cause): the recipe element whose arguments make commands "
-               "fail, where it is in the file, how many commands it blocks, the first release "
-               "where they start, and the fix planned for it (or why there is none).",
-    "cause": "Causes found by judging each non-ok combination again with one recipe element "
-             "removed, with the fix the fix stage planned and re-judged (edits as JSON).",
-    "verdict_cause": "Which causes each verdict row has (a row can fail for more than one).",
-    "recipe_file": "sha256 of each recipe file as the build read it; an apply refuses a file "
-                   "changed since.",
-    "v_finding": "The verdicts that are not ok, with whether the recipe gates them, whether the "
-                 "release is the one the recipe pins, and the first release where they work.",
-}
-VERDICT_COLUMN_DOCS = {
-    "vllm_version": "vLLM release the verdict is for.",
-    "platform": "cuda or rocm (follows the hardware profile's brand).",
-    "hardware": "Taxonomy hardware profile id; empty where the arguments do not depend on it.",
-    "recipe": "Recipe file relative to the recipes root, e.g. models/zai-org/GLM-5.2.yaml.",
-    "model_id": "Hugging Face model id served.",
-    "variant": "Recipe variant (precision/checkpoint); empty when the recipe has none.",
-    "strategy": "Serving strategy, e.g. single_node_tp or multi_node_tp_pp.",
-    "feature": "Opt-in feature; empty for the base command.",
-    "mode": "Feature mode; empty when the feature has no modes.",
-    "status": "ok, blocked (cannot start), warning (starts with a fallback) or unknown "
-              "(a needed fact is missing).",
-    "message": "The vLLM error message the command is predicted to fail with.",
-    "reason": "Why, in one sentence.",
-    "evidence": "file:line in the vLLM source of that release; several separated by '; '.",
-    "gated": "1 when the recipe already keeps this combination from being offered.",
-    "pinned": "1 when vllm_version is the release the recipe pins.",
-    "works_from": "First release on the package index where this combination starts (found by "
-                  "bisection); empty if none.",
-    "cause_kind": "What makes it fail, as a recipe element: feature, pin (a later release accepts "
-                  "it), variant, hardware, strategy, base_args, recipe, omni or fact (a missing fact).",
-    "cause": "The culprit, e.g. spec_decoding:mtp or model.base_args (see v_cause).",
-    "fix_kind": "The fix the fix stage planned and re-judged: gate, mode_variants, pin_bump, "
-                "spelling, or none.",
-    "fix": "What the fix does, in one line (`compat fix --apply DIR` writes it).",
-    "source": "Which surface of the recipes site emits these commands: api (the JSON API), ui "
-              "(the command builder at its default sizes) or api,ui (both, identically).",
-}
-CAPABILITY_COLUMN_DOCS = {
-    "vllm_version": "vLLM release.",
-    "platform": "cuda or rocm.",
-    "arch": "Architecture name as in a HF config's `architectures`.",
-    "class_path": "module.Class vLLM resolves the architecture to on this platform.",
-    "file": "Source file of the class, relative to the vLLM source root.",
-    "line": "Line of the class definition.",
-    "supports_pp": "Pipeline parallelism (SupportsPP, by that release's rule).",
-    "supports_lora": "LoRA adapters (SupportsLoRA).",
-    "supports_multimodal": "Multimodal inputs (SupportsMultiModal).",
-    "supports_encoder_tp_data": "Data-parallel vision encoder under tensor parallelism.",
-    "is_hybrid": "Hybrid attention/state-space model.",
-    "has_inner_state": "Keeps inner state between steps (e.g. Mamba).",
-    "is_attention_free": "No attention layers.",
-    "supports_transcription": "Speech-to-text (SupportsTranscription).",
-    "is_pooling_model": "Pooling/embedding model.",
-    "is_text_generation_model": "Generates text.",
-    "supports_eagle3": "Can be the target of an EAGLE-3 draft (SupportsEagle3).",
-    "is_moe": "Mixture of experts (MixtureOfExperts).",
-}
-
-
 def datasette_metadata(tables: dict[str, list[str]], db_name: str = "compat") -> str:
-    """metadata.yaml for `datasette compat.db -m metadata.yaml`: titles and descriptions.
+    """metadata.yaml for `datasette compat.db -m metadata.yaml`: titles and descriptions, from
+    the one description of each table, view and column (compat.tables).
 
     `tables` maps each table and view of the database to its columns; only columns that
     exist are described.
     """
-    column_docs = {"v_verdict": VERDICT_COLUMN_DOCS, "v_finding": VERDICT_COLUMN_DOCS,
-                   "verdict": VERDICT_COLUMN_DOCS, "v_arch_capability": CAPABILITY_COLUMN_DOCS,
-                   "arch_capability": CAPABILITY_COLUMN_DOCS}
+    from compat.tables import column_doc, relation_doc
+
     entries: dict[str, Any] = {}
     for name, columns in tables.items():
         entry: dict[str, Any] = {}
-        if name in DESCRIPTIONS:
-            entry["description"] = DESCRIPTIONS[name]
-        docs = column_docs.get(name, {})
-        described = {c: docs[c] for c in columns if c in docs}
+        if relation_doc(name):
+            entry["description"] = relation_doc(name)
+        described = {c: column_doc(name, c) for c in columns if column_doc(name, c)}
         if described:
             entry["columns"] = described
         if entry:

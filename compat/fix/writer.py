@@ -18,7 +18,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import sqlite3
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from compat.fix.edits import Edit, EditConflict, apply, loads
 from compat.fix.plan import _merge
 from compat.fix.context import Proposal
 from compat.fix.yaml_edit import EditError, edit_recipe_text, load_data
+from compat.store import open_store
+from compat.tables import RecipeFile
 
 
 @dataclass
@@ -38,43 +39,30 @@ class ApplyResult:
     changed_files: list[str] = field(default_factory=list)
     diffs: dict[str, str] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (recipe, why)
-    methods: dict[str, str] = field(default_factory=dict)
     fixes: dict[str, list[str]] = field(default_factory=dict)  # recipe -> fix summaries
     dry_run: bool = False
 
 
 def planned_fixes(db_path: Path, only: Sequence[str] = ()) -> dict[str, list[tuple[str, str, list[Edit]]]]:
     """recipe -> [(fix kind, summary, edits)] stored by the build (cause table)."""
-    path = Path(db_path)
-    if not path.is_file():
-        raise UserError("no such database (run `compat build` first)", where=str(path))
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        rows = con.execute("SELECT recipe, fix_kind, fix, fix_edits FROM cause "
-                           "WHERE fix_kind NOT IN ('', 'none') ORDER BY recipe, id").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"no fix plans in this database ({exc}); run `compat build` first",
-                        where=str(path)) from None
-    finally:
-        con.close()
+    with open_store(Path(db_path)) as db:
+        if not db.has_table("cause"):
+            raise UserError("no fix plans in this database; run `compat build` first", where=str(db_path))
+        causes = db.causes(order="recipe, id")
     out: dict[str, list[tuple[str, str, list[Edit]]]] = {}
-    for recipe, kind, summary, raw in rows:
-        if only and kind not in only:
+    for c in causes:
+        if c.fix_kind in ("", "none") or (only and c.fix_kind not in only):
             continue
-        entry = (kind, summary, loads(raw))
-        if entry[2] and entry not in out.setdefault(recipe, []):
-            out[recipe].append(entry)
+        entry = (c.fix_kind, c.fix, c.edits())
+        if entry[2] and entry not in out.setdefault(c.recipe, []):
+            out[c.recipe].append(entry)
     return out
 
 
 def recorded_hashes(db_path: Path) -> dict[str, str]:
-    con = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        return dict(con.execute("SELECT path, sha256 FROM recipe_file").fetchall())
-    except sqlite3.DatabaseError:
-        return {}
-    finally:
-        con.close()
+    with open_store(Path(db_path)) as db:
+        return {r.path: r.sha256 for r in db.rows(RecipeFile, order="path")} if db.has_table("recipe_file") \
+            else {}
 
 
 def safe_path(root: Path, recipe: str) -> Path:
@@ -116,7 +104,6 @@ def apply_fixes(db_path: Path, recipes_root: Path, *, dry_run: bool = False,
         except EditError as exc:
             raise UserError(f"cannot edit safely: {exc}", where=recipe) from None
         new_texts[recipe] = (path, text, outcome.text)
-        result.methods[recipe] = outcome.method or ""
         result.fixes[recipe] = [summary for _, summary, _ in fixes]
     for recipe, (path, old, new) in sorted(new_texts.items()):
         result.diffs[recipe] = "".join(difflib.unified_diff(

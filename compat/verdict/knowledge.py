@@ -12,11 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
-from compat.db import dict_rows
-
 from compat.sources.tree import VllmTree
+from compat.store import Store
 from compat.vllm.speculative import OverrideRunner
 
 
@@ -87,13 +84,12 @@ _TABLES = ("arch_capability", "spec_method", "draft_parallel", "cli_flag", "pars
            "raise_message", "class_attr_fact", "release_fact", "cli_value", "config_field")
 
 
-def load_knowledge(engine: Engine, version: str, tree: VllmTree | None) -> Knowledge:
+def load_knowledge(db: Store, version: str, tree: VllmTree | None) -> Knowledge:
     """Knowledge of `version` from the fact rows in a database."""
-    with engine.connect() as conn:
-        # in insertion order: the order options were registered in is argparse's order
-        tables = {t: dict_rows(conn, f"select * from {t} where vllm_version = ? order by id", (version,))
-                  for t in _TABLES}
-        rel = dict_rows(conn, "select notes from release where version = ?", (version,))
+    # in insertion order: the order options were registered in is argparse's order
+    tables = {t: db.dicts(f"select * from {t} where vllm_version = ? order by id", (version,))
+              for t in _TABLES}
+    rel = db.dicts("select notes from release where version = ?", (version,))
     return knowledge_from_facts(version, tree, tables, json.loads(rel[0]["notes"] or "[]") if rel else [])
 
 

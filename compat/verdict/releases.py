@@ -24,14 +24,12 @@ from compat.hf import ModelResolver
 from compat.recipes import Combination
 from compat.verdict.engine import Judge, Outcome
 from compat.verdict.knowledge import knowledge_from_facts
-from compat.vocab import release_key
+from compat.vocab import NOT_BLOCKED, STARTS, release_key
+
+__all__ = ["NOT_BLOCKED", "STARTS", "ReleasePool", "final_releases"]
 
 Progress = Callable[[str], None]
 
-#: Statuses under which a command starts (a warning starts, with a fallback).
-STARTS = frozenset({"ok", "warning"})
-#: Statuses under which no known check fails (unknown: a fact is missing, nothing is known to fail).
-NOT_BLOCKED = frozenset({"ok", "warning", "unknown"})
 
 
 def final_releases(labels: Iterable[str]) -> list[str]:
