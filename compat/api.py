@@ -15,8 +15,14 @@ from compat.vocab import resolve_pin
 Progress = Callable[[str], None]
 
 
-def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
-         use_cache: bool = True, progress: Progress | None = None) -> list[dict[str, Any]]:
+def scan(
+    versions: list[str],
+    srcs: list[str],
+    installed: bool,
+    db_path: Path,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
     """Scan releases into `db_path` (atomically); returns a summary row per release."""
     from compat import store
 
@@ -28,11 +34,16 @@ def scan(versions: list[str], srcs: list[str], installed: bool, db_path: Path,
         facts, cached = release_facts(tree, progress, use_cache)
         facts_all.append(facts)
         caps = [r for r in facts["arch_capability"] if r["platform"] == "cuda"]
-        summary.append({
-            "version": tree.version, "origin": tree.origin, "archs": len(caps),
-            "pp": sum(1 for r in caps if r["supports_pp"]), "cached": cached,
-            "seconds": facts["release"].get("seconds", 0.0),
-        })
+        summary.append(
+            {
+                "version": tree.version,
+                "origin": tree.origin,
+                "archs": len(caps),
+                "pp": sum(1 for r in caps if r["supports_pp"]),
+                "cached": cached,
+                "seconds": facts["release"].get("seconds", 0.0),
+            }
+        )
     with store.writing(db_path) as db:
         for facts in facts_all:
             db.write_release_facts(facts)
@@ -43,6 +54,7 @@ def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
     """Map each pin ('0.23.0', 'nightly', '0.11') to a release on the index, where possible."""
     from compat.errors import UserError
     from compat.sources.pypi import versions_on_index
+
     try:
         available = versions_on_index()
     except UserError:
@@ -51,9 +63,16 @@ def _resolve_pins(pins: set[str], progress: Progress | None) -> dict[str, str]:
     return {pin: v for pin, v in found.items() if v is not None}
 
 
-def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
-          hf_config_dir: Path | None = None, allow_hub: bool = False,
-          progress: Progress | None = None, facts_lock: Path | None = None) -> dict[str, Any]:
+def build(
+    recipes: Path,
+    versions: list[str],
+    srcs: list[str],
+    db_path: Path,
+    hf_config_dir: Path | None = None,
+    allow_hub: bool = False,
+    progress: Progress | None = None,
+    facts_lock: Path | None = None,
+) -> dict[str, Any]:
     """Scan + load recipes + resolve models + decide every combination; one atomic write.
 
     With `facts_lock`, the lock answers first for every id it holds (offline)."""
@@ -62,17 +81,16 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     from compat import store
     from compat.errors import UserError
     from compat.hf import ModelResolver
-    from compat.tables import CauseRow, DraftMapping, ModelFact, RecipeFile, ShellVariable
+    from compat.hf.lock import read_lock
     from compat.recipes import enumerate_repo, load_repo
     from compat.sources import tree_from_index, tree_from_path
-    from compat.vocab import release_key
+    from compat.tables import CauseRow, DraftMapping, ModelFact, RecipeFile, ShellVariable
     from compat.verdict.cause import renderer
     from compat.verdict.engine import Judge
     from compat.verdict.knowledge import load_knowledge
     from compat.verdict.releases import ReleasePool
     from compat.verdict.shell import read_placeholders
-
-    from compat.hf.lock import read_lock
+    from compat.vocab import release_key
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
@@ -116,33 +134,46 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
     online = bool(versions or not explicit)
     extra = _newest_tree(trees, say) if online else []
-    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub,
-                           trees=list(trees.values()) + extra, lock=lock,
-                           checkpoints=_transformers_checkpoints(say) if online else None)
+    models = ModelResolver(
+        hf_config_dir=hf_config_dir,
+        allow_hub=allow_hub,
+        trees=list(trees.values()) + extra,
+        lock=lock,
+        checkpoints=_transformers_checkpoints(say) if online else None,
+    )
     models.prefetch(recipe_model_ids(combos))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
     say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
-    summary: dict[str, Any] = {"combinations": len(combos), "releases": releases,
-                               "unavailable": unavailable, "coverage": coverage}
+    summary: dict[str, Any] = {
+        "combinations": len(combos),
+        "releases": releases,
+        "unavailable": unavailable,
+        "coverage": coverage,
+    }
     recipe_moe = repo.declared_moe()
     with store.writing(db_path) as db:
         for v in releases:
             db.write_release_facts(facts_all[v])
         shell = read_placeholders(Path(recipes))  # $HEAD_IP & co.: values the user's shell supplies
         db.replace(ShellVariable, shell.rows())
-        judges = {v: Judge(load_knowledge(db, v, trees[v]), models, recipe_moe, shell) for v in releases}
+        judges = {
+            v: Judge(load_knowledge(db, v, trees[v]), models, recipe_moe, shell) for v in releases
+        }
         # Local trees only: stay offline, and search works_from among them (as for model facts).
         index = _index_or_none() if (versions or not explicit) else None
         pool = ReleasePool(judges, models, recipe_moe, index=index, progress=progress, shell=shell)
-        written, by_status, book, judged = _judge_all(db, combos, releases, explicit, pin_of,
-                                                      unavailable, pool, renderer(repo), say)
+        written, by_status, book, judged = _judge_all(
+            db, combos, releases, explicit, pin_of, unavailable, pool, renderer(repo), say
+        )
         _plan_fixes(repo, pool, book, judged, explicit, pin_of, say)
         db.replace(CauseRow, book.rows)
         db.replace(RecipeFile, _recipe_hashes(repo))
         for v, judge in judges.items():  # the recipe models' drafts join v_draft
             db.append(DraftMapping, [dict(r, vllm_version=v) for r in judge.drafts.values()])
         db.replace(ModelFact, _model_fact_rows(models, combos))
-        summary["works_from_basis"] = "index" if pool.exhaustive else "scanned releases (index unreachable)"
+        summary["works_from_basis"] = (
+            "index" if pool.exhaustive else "scanned releases (index unreachable)"
+        )
 
     summary["verdicts"] = written
     summary["by_status"] = dict(by_status)
@@ -150,9 +181,17 @@ def build(recipes: Path, versions: list[str], srcs: list[str], db_path: Path,
     return summary
 
 
-def _judge_all(db: Any, combos: list[Any], releases: list[str], explicit: bool,
-               pin_of: dict[str, str], unavailable: dict[str, str], pool: Any, render: Any,
-               say: Progress) -> tuple[int, Any, Any]:
+def _judge_all(
+    db: Any,
+    combos: list[Any],
+    releases: list[str],
+    explicit: bool,
+    pin_of: dict[str, str],
+    unavailable: dict[str, str],
+    pool: Any,
+    render: Any,
+    say: Progress,
+) -> tuple[int, Any, Any]:
     """Judge every combination into the verdict table (batched); returns (rows, by status, causes)."""
     import json
     from collections import Counter
@@ -166,8 +205,13 @@ def _judge_all(db: Any, combos: list[Any], releases: list[str], explicit: bool,
     later = later_than(releases)
     db.replace(Verdict, [])  # start empty; rows are appended in batches
     db.replace(VerdictCause, [])
-    db.replace(Command, [
-        {"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])} for i, c in enumerate(combos, 1)])
+    db.replace(
+        Command,
+        [
+            {"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])}
+            for i, c in enumerate(combos, 1)
+        ],
+    )
     rows: list[dict[str, Any]] = []
     links: list[dict[str, int]] = []
     by_status: Counter[tuple[str, str]] = Counter()
@@ -191,19 +235,34 @@ def _judge_all(db: Any, combos: list[Any], releases: list[str], explicit: bool,
             pinned = pin_of.get(c.vllm_pin)
             targets = [(pinned, 1, 1)] if pinned in pool.judges else []
         if not targets:
-            why = unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin)) or unavailable.get(c.vllm_pin) \
+            why = (
+                unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin))
+                or unavailable.get(c.vllm_pin)
                 or "not resolvable"
-            rows.append(dict(unavailable_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", why, command_id),
-                             id=written + len(rows) + 1))
+            )
+            rows.append(
+                dict(
+                    unavailable_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", why, command_id),
+                    id=written + len(rows) + 1,
+                )
+            )
             continue
         for judged in sweep.judge(c, targets, command_id, later):
             row_id = written + len(rows) + 1
             rows.append(dict(judged.row, id=row_id))
-            links += [{"verdict_id": row_id, "cause_id": i} for i in dict.fromkeys(judged.cause_ids)]
+            links += [
+                {"verdict_id": row_id, "cause_id": i} for i in dict.fromkeys(judged.cause_ids)
+            ]
             if judged.row["judged"]:
                 judged_rows.setdefault(c.recipe, []).append(
-                    FixRow(c, judged.row["vllm_version"], judged.outcome, tuple(judged.cause_ids),
-                           judged.cause_keys))
+                    FixRow(
+                        c,
+                        judged.row["vllm_version"],
+                        judged.outcome,
+                        tuple(judged.cause_ids),
+                        judged.cause_keys,
+                    )
+                )
         if command_id % 2000 == 0:
             say(f"judged {command_id} of {len(combos)} combinations")
         if len(rows) >= 20000:
@@ -212,8 +271,15 @@ def _judge_all(db: Any, combos: list[Any], releases: list[str], explicit: bool,
     return written, by_status, book, judged_rows
 
 
-def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], explicit: bool,
-                pin_of: dict[str, str], say: Progress) -> None:
+def _plan_fixes(
+    repo: Any,
+    pool: Any,
+    book: Any,
+    judged: dict[str, list[Any]],
+    explicit: bool,
+    pin_of: dict[str, str],
+    say: Progress,
+) -> None:
     """The fix stage: a planned (and re-judged) fix, or the reason there is none, per cause."""
     from compat.fix.context import Context
     from compat.fix.edits import dumps
@@ -228,13 +294,20 @@ def _plan_fixes(repo: Any, pool: Any, book: Any, judged: dict[str, list[Any]], e
     lines: dict[str, dict[tuple[str, ...], int]] = {}
     for row in book.rows:
         if row["recipe"] not in lines:
-            lines[row["recipe"]] = key_lines((repo.root / row["recipe"]).read_text(encoding="utf-8"))
+            lines[row["recipe"]] = key_lines(
+                (repo.root / row["recipe"]).read_text(encoding="utf-8")
+            )
         path = cause_path(row)
         row.update(field=".".join(path), line=line_of(lines[row["recipe"]], path))
         p = planned.get(row["id"])
         if p is not None:
-            row.update(fix_kind=p.kind, fix=p.summary, fix_why=p.why, fix_edits=dumps(p.edits),
-                       works_from=p.works_from)
+            row.update(
+                fix_kind=p.kind,
+                fix=p.summary,
+                fix_why=p.why,
+                fix_edits=dumps(p.edits),
+                works_from=p.works_from,
+            )
 
 
 def _index_or_none() -> list[str] | None:
@@ -251,8 +324,10 @@ def _index_or_none() -> list[str] | None:
 def _recipe_hashes(repo: Any) -> list[dict[str, str]]:
     import hashlib
 
-    return [{"path": path, "sha256": hashlib.sha256((repo.root / path).read_bytes()).hexdigest()}
-            for path in repo.recipes]
+    return [
+        {"path": path, "sha256": hashlib.sha256((repo.root / path).read_bytes()).hexdigest()}
+        for path in repo.recipes
+    ]
 
 
 def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
@@ -261,12 +336,21 @@ def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
     out = []
     for mid in sorted({c.model_id for c in combos}):
         f = models.resolve(mid)
-        out.append({"model_id": mid, "status": f.status, "reason": f.reason or "",
-                    "architectures": json.dumps(list(f.architectures)), "model_type": f.model_type,
-                    "num_nextn_predict_layers": f.num_nextn_predict_layers,
-                    "num_experts": f.num_experts, "source": f.source or "",
-                    "provenance": f.provenance or "", "revision": f.revision or "",
-                    "inferred": int(bool(f.inferred))})
+        out.append(
+            {
+                "model_id": mid,
+                "status": f.status,
+                "reason": f.reason or "",
+                "architectures": json.dumps(list(f.architectures)),
+                "model_type": f.model_type,
+                "num_nextn_predict_layers": f.num_nextn_predict_layers,
+                "num_experts": f.num_experts,
+                "source": f.source or "",
+                "provenance": f.provenance or "",
+                "revision": f.revision or "",
+                "inferred": int(bool(f.inferred)),
+            }
+        )
     return out
 
 
@@ -290,9 +374,15 @@ def recipe_model_ids(combos: list[Any]) -> list[str]:
     return list(ids.values())
 
 
-def lock_models(recipes: Path, output: Path, versions: list[str], srcs: list[str],
-                hf_config_dir: Path | None = None, allow_hub: bool = True,
-                progress: Progress | None = None) -> dict[str, Any]:
+def lock_models(
+    recipes: Path,
+    output: Path,
+    versions: list[str],
+    srcs: list[str],
+    hf_config_dir: Path | None = None,
+    allow_hub: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Resolve every model id the recipes use afresh (Hub, HF cache, offline sources) and write
     the facts lock atomically; entries unchanged since the previous lock keep their date."""
     from collections import Counter
@@ -305,19 +395,28 @@ def lock_models(recipes: Path, output: Path, versions: list[str], srcs: list[str
     combos = enumerate_repo(load_repo(recipes)).combinations
     ids = recipe_model_ids(combos)
     trees = _model_fact_trees(versions, srcs, say)
-    models = ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees,
-                           checkpoints=_transformers_checkpoints(say) if (versions or not srcs) else None)
+    models = ModelResolver(
+        hf_config_dir=hf_config_dir,
+        allow_hub=allow_hub,
+        trees=trees,
+        checkpoints=_transformers_checkpoints(say) if (versions or not srcs) else None,
+    )
     models.prefetch(ids)
     facts = [models.resolve(mid) for mid in ids]
     previous = read_lock(output) if output.is_file() else None
-    sources = {"vllm": sorted(t.version for t in trees),
-               "transformers": models.transformers_version}
+    sources = {
+        "vllm": sorted(t.version for t in trees),
+        "transformers": models.transformers_version,
+    }
     doc = build_lock(facts, set(READ_KEYS) | sandbox_keys(trees), sources, previous)
     write_lock(doc, output)
-    return {"ids": len(ids), "output": str(output),
-            "by_status": dict(Counter(f.status for f in facts)),
-            "by_source": dict(Counter(f.source or "unknown" for f in facts)),
-            "revisions": sum(1 for f in facts if f.revision)}
+    return {
+        "ids": len(ids),
+        "output": str(output),
+        "by_status": dict(Counter(f.status for f in facts)),
+        "by_source": dict(Counter(f.source or "unknown" for f in facts)),
+        "revisions": sum(1 for f in facts if f.revision),
+    }
 
 
 def outdated_models(lock_path: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
@@ -328,16 +427,27 @@ def outdated_models(lock_path: Path, progress: Progress | None = None) -> list[d
 
     lock = read_lock(lock_path)
     # A quantized or curated copy carries its base's config and revision: ask about the base.
-    pinned = {mid: (e.get("base_model_id") or mid, e["revision"])
-              for mid, e in lock.models.items() if e.get("revision")}
+    pinned = {
+        mid: (e.get("base_model_id") or mid, e["revision"])
+        for mid, e in lock.models.items()
+        if e.get("revision")
+    }
     hub = HubClient()
     now = hub.fetch_many(sorted({repo for repo, _ in pinned.values()}), fetch=hub.upstream_revision)
     rows = []
     for mid, (repo, locked) in pinned.items():
         sha, why = now[repo]
         state = "error" if sha is None else ("unchanged" if sha == locked else "changed")
-        rows.append({"model_id": mid, "repo": repo, "locked": locked, "upstream": sha, "state": state,
-                     "reason": why or ""})
+        rows.append(
+            {
+                "model_id": mid,
+                "repo": repo,
+                "locked": locked,
+                "upstream": sha,
+                "state": state,
+                "reason": why or "",
+            }
+        )
     return rows
 
 
@@ -354,10 +464,30 @@ def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> li
     return list(trees.values())
 
 
-def lint(command: list[str], db_path: Path | None, versions: list[str], platform: str = "cuda",
-         hf_config_dir: Path | None = None, allow_hub: bool = False, search: bool = True,
-         progress: Progress | None = None, srcs: list[str] | None = None, facts_lock: Path | None = None) -> Any:
+def lint(
+    command: list[str],
+    db_path: Path | None,
+    versions: list[str],
+    platform: str = "cuda",
+    hf_config_dir: Path | None = None,
+    allow_hub: bool = False,
+    search: bool = True,
+    progress: Progress | None = None,
+    srcs: list[str] | None = None,
+    facts_lock: Path | None = None,
+) -> Any:
     """`compat lint`: one serve command judged at the database's releases (compat.lint)."""
     from compat.lint import lint as run
 
-    return run(command, db_path, versions, platform, hf_config_dir, allow_hub, search, progress, srcs, facts_lock)
+    return run(
+        command,
+        db_path,
+        versions,
+        platform,
+        hf_config_dir,
+        allow_hub,
+        search,
+        progress,
+        srcs,
+        facts_lock,
+    )

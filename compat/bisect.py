@@ -45,13 +45,26 @@ class BisectResult:
 def select(combos: list[Combination], model: str, strategy: str, feature: str) -> list[Combination]:
     feat, _, mode = feature.partition(":")
     name = model.split("/")[-1]
-    out = [c for c in combos if (c.model_id == model or c.recipe == model or c.recipe.endswith(f"/{name}.yaml"))
-           and c.strategy == strategy and c.feature == feat and (not mode or c.mode == mode)]
+    out = [
+        c
+        for c in combos
+        if (c.model_id == model or c.recipe == model or c.recipe.endswith(f"/{name}.yaml"))
+        and c.strategy == strategy
+        and c.feature == feat
+        and (not mode or c.mode == mode)
+    ]
     return out
 
 
-def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | None = None,
-           end: str | None = None, progress: Progress | None = None) -> BisectResult:
+def bisect(
+    recipes: Path,
+    model: str,
+    strategy: str,
+    feature: str,
+    start: str | None = None,
+    end: str | None = None,
+    progress: Progress | None = None,
+) -> BisectResult:
     """The first release after the pin (or --from) where every selected combination starts,
     searched by the build's own release pool (`ReleasePool.first_release`)."""
     from compat.verdict.shell import read_placeholders
@@ -59,25 +72,36 @@ def bisect(recipes: Path, model: str, strategy: str, feature: str, start: str | 
     repo = load_repo(recipes)
     combos = select(enumerate_repo(repo).combinations, model, strategy, feature)
     if not combos:
-        raise UserError(f"no synthesizable combination for {model} {strategy} {feature or '(base)'}",
-                        where=str(recipes))
+        raise UserError(
+            f"no synthesizable combination for {model} {strategy} {feature or '(base)'}",
+            where=str(recipes),
+        )
     available = final_releases(versions_on_index())
     pin = resolve_pin(start or combos[0].vllm_pin, available)
     if pin is None:
-        raise UserError(f"release {start or combos[0].vllm_pin!r} is not on the package index", where="--from")
+        raise UserError(
+            f"release {start or combos[0].vllm_pin!r} is not on the package index", where="--from"
+        )
     last = end or available[-1]
     if last not in available:
         raise UserError(f"release {last!r} is not on the package index", where="--to")
     if release_key(last) < release_key(pin):
-        raise UserError(f"--to {last} is older than the start {pin}; give --from OLDER --to NEWER",
-                        where="--to")
+        raise UserError(
+            f"--to {last} is older than the start {pin}; give --from OLDER --to NEWER", where="--to"
+        )
     span = [v for v in available if release_key(pin) <= release_key(v) <= release_key(last)]
     res = BisectResult(target=f"{model} {strategy} {feature}", searched=span)
     # Model facts do not depend on the release judged: the newest release's docs and test
     # registry answer them, as in a build.
     models = ModelResolver(trees=[tree_from_index(available[-1], progress=progress)])
-    pool = ReleasePool({}, models, repo.declared_moe(), index=available, progress=progress,
-                       shell=read_placeholders(Path(recipes)))
+    pool = ReleasePool(
+        {},
+        models,
+        repo.declared_moe(),
+        index=available,
+        progress=progress,
+        shell=read_placeholders(Path(recipes)),
+    )
 
     def starts(version: str) -> bool | None:
         outcomes = [pool.outcome(version, c) for c in combos]
@@ -110,9 +134,16 @@ def _outcomes(pool: ReleasePool, version: str, combos: list[Combination]) -> lis
 
 def _chain(outcomes: list[Outcome], worst_only: bool = False) -> list[str]:
     worst_outcome = max(outcomes, key=lambda o: status_rank(o.status))
-    steps = [s for s in worst_outcome.chain if not worst_only or s.startswith(f"[{worst_outcome.status}]")]
-    return steps + ([f"vLLM raises: {worst_outcome.message}"]
-                    if worst_outcome.message and worst_outcome.status != "ok" else [])
+    steps = [
+        s
+        for s in worst_outcome.chain
+        if not worst_only or s.startswith(f"[{worst_outcome.status}]")
+    ]
+    return steps + (
+        [f"vLLM raises: {worst_outcome.message}"]
+        if worst_outcome.message and worst_outcome.status != "ok"
+        else []
+    )
 
 
 def _changes(blocked_chain: list[str], bad: str, good: str) -> list[str]:
@@ -131,18 +162,30 @@ def _changes(blocked_chain: list[str], bad: str, good: str) -> list[str]:
     out = []
     for p in d["draft_parallel"]:
         if f"method {p['method']}" in words:
-            out.append(f"create_draft_parallel_config: draft PP for {p['method']} {p['from']['pp'] if p['from'] else '-'}"
-                       f" -> {p['to']['pp'] if p['to'] else '-'} ({p['evidence']} at {good})")
+            out.append(
+                f"create_draft_parallel_config: draft PP for {p['method']} {p['from']['pp'] if p['from'] else '-'}"
+                f" -> {p['to']['pp'] if p['to'] else '-'} ({p['evidence']} at {good})"
+            )
     for c in d["capabilities"]["changed"]:
         cls = (c["class"] or [""])[-1]
-        if c["platform"] == "cuda" and (c["arch"] in words or (cls and cls.rsplit(".", 1)[-1] in words)):
+        if c["platform"] == "cuda" and (
+            c["arch"] in words or (cls and cls.rsplit(".", 1)[-1] in words)
+        ):
             flips = ", ".join(f"{f} {a}->{b}" for f, (a, b) in c["flags"].items())
             moved = f" class now {c['class'][1]}" if c["class"] else ""
             out.append(f"{c['arch']}: {flips}{moved} ({c['evidence']} at {good})")
     for x in d["drafts"]:
-        if (x["platform"] == "cuda" and x["from"] and x["to"] and x["from"]["draft_arch"]
-                and x["from"]["draft_arch"] in words and x["from"] != x["to"]):
-            out.append(f"{x['method']} draft of {x['target']}: {_draft(x['from'])} -> {_draft(x['to'])}")
+        if (
+            x["platform"] == "cuda"
+            and x["from"]
+            and x["to"]
+            and x["from"]["draft_arch"]
+            and x["from"]["draft_arch"] in words
+            and x["from"] != x["to"]
+        ):
+            out.append(
+                f"{x['method']} draft of {x['target']}: {_draft(x['from'])} -> {_draft(x['to'])}"
+            )
     for f in d["flags"]["added"]:
         if f in words:
             out.append(f"flag {f} added")
@@ -160,8 +203,10 @@ def _changes(blocked_chain: list[str], bad: str, good: str) -> list[str]:
 
 
 def render(r: BisectResult) -> str:
-    lines = [f"{r.target}: searched {r.searched[0]} .. {r.searched[-1]} ({len(r.searched)} releases, "
-             f"scanned {len(r.visited)}: {', '.join(f'{v} {s}' for v, s in sorted(r.visited.items(), key=lambda x: release_key(x[0])))})"]
+    lines = [
+        f"{r.target}: searched {r.searched[0]} .. {r.searched[-1]} ({len(r.searched)} releases, "
+        f"scanned {len(r.visited)}: {', '.join(f'{v} {s}' for v, s in sorted(r.visited.items(), key=lambda x: release_key(x[0])))})"
+    ]
     if r.note:
         lines.append(r.note)
     if r.first_ok and r.last_blocked:

@@ -15,7 +15,7 @@ import re
 # and a chain step about one: "[blocked] worker 2: ...".
 _FOLLOWER = r"(?:(\w+) )?worker \d+"
 FOLLOWER_ROLE = re.compile(f"^{_FOLLOWER}$")
-_NODE_STEP = re.compile(rf"^(\[\w+\] )({_FOLLOWER}): (.*)$", re.S)
+_NODE_STEP = re.compile(rf"^(\[\w+\] )({_FOLLOWER}): (.*)$", re.DOTALL)
 
 
 def shown_steps(raw: str) -> list[str]:

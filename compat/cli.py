@@ -23,24 +23,59 @@ from compat.vocab import release_key
 #: Click's base exception for usage errors. typer >= 0.29 vendors click (typer._click) and no
 #: longer installs it, so the class is found through a typer export instead of `import click`.
 CLI_USAGE_ERROR: type[Exception] = next(
-    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
 
-app = typer.Typer(add_completion=False, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]}, pretty_exceptions_enable=False,
-                  help="Which synthesized `vllm serve` commands can start, per vLLM release.")
+app = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    help="Which synthesized `vllm serve` commands can start, per vLLM release.",
+)
 err = Console(stderr=True)
 out = Console()
 
 DbOpt = Annotated[Path, typer.Option("--db", metavar="FILE", help="SQLite database file.")]
-VllmOpt = Annotated[list[str] | None, typer.Option("--vllm", metavar="VERSION", help="vLLM release from the package index (repeatable).")]
-SrcOpt = Annotated[list[str] | None, typer.Option("--vllm-src", metavar="PATH[=LABEL]", help="Local vLLM tree, PATH or PATH=LABEL (repeatable).")]
+VllmOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--vllm", metavar="VERSION", help="vLLM release from the package index (repeatable)."
+    ),
+]
+SrcOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--vllm-src",
+        metavar="PATH[=LABEL]",
+        help="Local vLLM tree, PATH or PATH=LABEL (repeatable).",
+    ),
+]
 
 
-HfDirOpt = Annotated[Path | None, typer.Option("--hf-config-dir", metavar="DIR", help="An HF cache (e.g. ~/.cache/huggingface/hub) or a folder of <org>/<name>/config.json files.")]
-AllowHubOpt = Annotated[bool, typer.Option("--allow-hub", metavar="", help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).")]
+HfDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--hf-config-dir",
+        metavar="DIR",
+        help="An HF cache (e.g. ~/.cache/huggingface/hub) or a folder of <org>/<name>/config.json files.",
+    ),
+]
+AllowHubOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-hub",
+        metavar="",
+        help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).",
+    ),
+]
 
-models_app = typer.Typer(add_completion=False, rich_markup_mode=None, invoke_without_command=True,
-                         help="Model facts: lock them for reproducible builds, see which changed upstream.")
+models_app = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    invoke_without_command=True,
+    help="Model facts: lock them for reproducible builds, see which changed upstream.",
+)
 app.add_typer(models_app, name="models")
 
 
@@ -48,7 +83,9 @@ app.add_typer(models_app, name="models")
 def _models(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand is None:
         names = ", ".join(c.name or "" for c in models_app.registered_commands)
-        raise UserError(f"missing command ({names}); see compat models --help", where="compat models")
+        raise UserError(
+            f"missing command ({names}); see compat models --help", where="compat models"
+        )
 
 
 def _progress(msg: str) -> None:
@@ -59,9 +96,18 @@ def _progress(msg: str) -> None:
 def scan(
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
-    installed: Annotated[bool, typer.Option("--installed", metavar="", help="Also scan the installed vllm package (read, not imported).")] = False,
+    installed: Annotated[
+        bool,
+        typer.Option(
+            "--installed",
+            metavar="",
+            help="Also scan the installed vllm package (read, not imported).",
+        ),
+    ] = False,
     db: DbOpt = Path("compat.db"),
-    no_cache: Annotated[bool, typer.Option("--no-cache", metavar="", help="Recompute facts even if cached.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", metavar="", help="Recompute facts even if cached.")
+    ] = False,
 ) -> None:
     """Introspect vLLM releases statically into the database.
 
@@ -71,13 +117,21 @@ def scan(
 
     if not (vllm or vllm_src or installed):
         raise UserError("give at least one --vllm, --vllm-src or --installed", where="compat scan")
-    summary = api.scan(vllm or [], vllm_src or [], installed, db, use_cache=not no_cache, progress=_progress)
+    summary = api.scan(
+        vllm or [], vllm_src or [], installed, db, use_cache=not no_cache, progress=_progress
+    )
     t = Table(title=f"scanned into {db}")
     for col in ("release", "origin", "archs", "pp", "cached", "seconds"):
         t.add_column(col)
     for s in summary:
-        t.add_row(s["version"], s["origin"], str(s["archs"]), str(s["pp"]), "yes" if s["cached"] else "no",
-                  f"{s['seconds']:.2f}")
+        t.add_row(
+            s["version"],
+            s["origin"],
+            str(s["archs"]),
+            str(s["pp"]),
+            "yes" if s["cached"] else "no",
+            f"{s['seconds']:.2f}",
+        )
     out.print(t)
 
 
@@ -85,7 +139,9 @@ def scan(
 def sql(
     statement: Annotated[str, typer.Argument(help="A SELECT over the views in schema/views.sql.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="table, json or csv.")] = "table",
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="table, json or csv.")
+    ] = "table",
 ) -> None:
     """Run a read-only SQL query.
 
@@ -115,13 +171,22 @@ def sql(
 
 @app.command()
 def build(
-    recipes: Annotated[Path, typer.Option("--recipes", metavar="DIR", help="Checkout of vllm-project/recipes.")],
+    recipes: Annotated[
+        Path, typer.Option("--recipes", metavar="DIR", help="Checkout of vllm-project/recipes.")
+    ],
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
     db: DbOpt = Path("compat.db"),
     hf_config_dir: HfDirOpt = None,
     allow_hub: AllowHubOpt = False,
-    facts_lock: Annotated[Path | None, typer.Option("--facts-lock", metavar="FILE", help="Model facts lock (compat models lock): read first, offline.")] = None,
+    facts_lock: Annotated[
+        Path | None,
+        typer.Option(
+            "--facts-lock",
+            metavar="FILE",
+            help="Model facts lock (compat models lock): read first, offline.",
+        ),
+    ] = None,
 ) -> None:
     """Scan, load recipes, resolve models and decide every combination.
 
@@ -132,14 +197,26 @@ def build(
     """
     from compat import api
 
-    s = api.build(recipes, vllm or [], vllm_src or [], db, hf_config_dir, allow_hub, progress=_progress,
-                  facts_lock=facts_lock)
+    s = api.build(
+        recipes,
+        vllm or [],
+        vllm_src or [],
+        db,
+        hf_config_dir,
+        allow_hub,
+        progress=_progress,
+        facts_lock=facts_lock,
+    )
     cov = s["coverage"]
-    out.print(f"{s['combinations']} combinations, {s['verdicts']} verdict rows, releases: "
-              f"{', '.join(s['releases']) or '-'} ({s['seconds']}s)")
-    out.print(f"model configs: {cov.get('resolved')}/{cov.get('total')} resolved "
-              f"({', '.join(f'{k} {v}' for k, v in cov.get('by_source', {}).items())}); "
-              f"{len(cov.get('unknown', []))} unknown")
+    out.print(
+        f"{s['combinations']} combinations, {s['verdicts']} verdict rows, releases: "
+        f"{', '.join(s['releases']) or '-'} ({s['seconds']}s)"
+    )
+    out.print(
+        f"model configs: {cov.get('resolved')}/{cov.get('total')} resolved "
+        f"({', '.join(f'{k} {v}' for k, v in cov.get('by_source', {}).items())}); "
+        f"{len(cov.get('unknown', []))} unknown"
+    )
     for pin, why in sorted(s["unavailable"].items()):
         out.print(f"[yellow]release {pin}: {why}[/yellow]")
     t = Table(title="verdicts at the judged releases")
@@ -152,12 +229,15 @@ def build(
     out.print(t)
 
 
-
 @app.command()
 def check(
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text, github or json.")] = "text",
-    verbose: Annotated[bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")] = False,
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="text, github or json.")
+    ] = "text",
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")
+    ] = False,
 ) -> None:
     """Exit 1 when a combination the site can synthesize is blocked and not gated.
 
@@ -183,10 +263,17 @@ def check(
 
 @app.command()
 def explain(
-    model: Annotated[str, typer.Argument(help="Recipe model id (e.g. zai-org/GLM-5.2) or recipe path.")],
+    model: Annotated[
+        str, typer.Argument(help="Recipe model id (e.g. zai-org/GLM-5.2) or recipe path.")
+    ],
     strategy: Annotated[str, typer.Argument(help="Strategy id, e.g. multi_node_tp_pp.")],
-    feature: Annotated[str, typer.Argument(help="FEATURE or FEATURE:MODE, or '' for the base command.")] = "",
-    vllm: Annotated[str | None, typer.Option("--vllm", metavar="VERSION", help="Release (default: the pinned one).")] = None,
+    feature: Annotated[
+        str, typer.Argument(help="FEATURE or FEATURE:MODE, or '' for the base command.")
+    ] = "",
+    vllm: Annotated[
+        str | None,
+        typer.Option("--vllm", metavar="VERSION", help="Release (default: the pinned one)."),
+    ] = None,
     db: DbOpt = Path("compat.db"),
 ) -> None:
     """The causal chain behind a verdict, as a maintainer would write it in a bug report.
@@ -201,9 +288,26 @@ def explain(
 @app.command()
 def overrides(
     db: DbOpt = Path("compat.db"),
-    output: Annotated[Path | None, typer.Option("-o", "--output", metavar="PATH", help="Write the YAML here instead of stdout.")] = None,
-    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write the fixes shown into this recipes checkout (as `compat fix --apply`).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", metavar="PATH", help="Write the YAML here instead of stdout."
+        ),
+    ] = None,
+    apply: Annotated[
+        Path | None,
+        typer.Option(
+            "--apply",
+            metavar="DIR",
+            help="Write the fixes shown into this recipes checkout (as `compat fix --apply`).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
+        ),
+    ] = False,
 ) -> None:
     """The fix stage's plans per recipe file as YAML, with `strategy_overrides` for information;
     --apply writes exactly the fixes shown, round-trip.
@@ -225,9 +329,24 @@ def overrides(
 @app.command()
 def fix(
     db: DbOpt = Path("compat.db"),
-    apply: Annotated[Path | None, typer.Option("--apply", metavar="DIR", help="Write the fixes into this recipes checkout.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing.")] = False,
-    only: Annotated[list[str] | None, typer.Option("--only", metavar="KIND", help="Only these fix kinds (gate, mode_variants, pin_bump, spelling; repeatable).")] = None,
+    apply: Annotated[
+        Path | None,
+        typer.Option("--apply", metavar="DIR", help="Write the fixes into this recipes checkout."),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
+        ),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            metavar="KIND",
+            help="Only these fix kinds (gate, mode_variants, pin_bump, spelling; repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """The fix planned for each cause (re-judged at build time); --apply writes them round-trip.
 
@@ -256,14 +375,26 @@ def _apply_fixes(db: Path, root: Path, dry_run: bool, only: tuple[str, ...]) -> 
     res = apply_fixes(db, root, dry_run=dry_run, only=only)
     for path in sorted(res.diffs):
         sys.stdout.write(res.diffs[path])
-    err.print(f"{'would change' if dry_run else 'changed'} {len(res.changed_files)} recipe files", markup=False)
+    err.print(
+        f"{'would change' if dry_run else 'changed'} {len(res.changed_files)} recipe files",
+        markup=False,
+    )
 
 
 @app.command()
 def site(
     db: DbOpt = Path("compat.db"),
-    output: Annotated[Path, typer.Option("-o", "--output", metavar="PATH", help="Output directory.")] = Path("site-out"),
-    recipes_url: Annotated[str, typer.Option("--recipes-url", metavar="URL", help="Where recipe files are linked, e.g. https://github.com/vllm-project/recipes/blob/COMMIT (a cause links its recipe line).")] = "https://github.com/vllm-project/recipes/blob/main",
+    output: Annotated[
+        Path, typer.Option("-o", "--output", metavar="PATH", help="Output directory.")
+    ] = Path("site-out"),
+    recipes_url: Annotated[
+        str,
+        typer.Option(
+            "--recipes-url",
+            metavar="URL",
+            help="Where recipe files are linked, e.g. https://github.com/vllm-project/recipes/blob/COMMIT (a cause links its recipe line).",
+        ),
+    ] = "https://github.com/vllm-project/recipes/blob/main",
 ) -> None:
     """Static HTML compatibility matrix (works from file://), plus compat.db.gz and verdicts.json.
 
@@ -280,7 +411,9 @@ def diff_cmd(
     a: Annotated[str, typer.Argument(help="Older release, e.g. 0.23.0.")],
     b: Annotated[str, typer.Argument(help="Newer release, e.g. 0.33.0.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
+    ] = "text",
 ) -> None:
     """Capabilities, drafts, gates, new error messages, flags, parsers and verdicts that changed.
 
@@ -298,11 +431,27 @@ def diff_cmd(
 def bisect_cmd(
     model: Annotated[str, typer.Argument(help="Recipe model id or recipe path.")],
     strategy: Annotated[str, typer.Argument(help="Strategy id.")],
-    feature: Annotated[str, typer.Argument(help="FEATURE[:MODE], or '' for the base command.")] = "",
-    recipes: Annotated[Path, typer.Option("--recipes", metavar="DIR", help="Recipes checkout.")] = Path("."),
-    start: Annotated[str | None, typer.Option("--from", metavar="VERSION", help="First release (default: the recipe's pin).")] = None,
-    end: Annotated[str | None, typer.Option("--to", metavar="VERSION", help="Last release (default: newest on the index).")] = None,
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+    feature: Annotated[
+        str, typer.Argument(help="FEATURE[:MODE], or '' for the base command.")
+    ] = "",
+    recipes: Annotated[
+        Path, typer.Option("--recipes", metavar="DIR", help="Recipes checkout.")
+    ] = Path("."),
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--from", metavar="VERSION", help="First release (default: the recipe's pin)."
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            "--to", metavar="VERSION", help="Last release (default: newest on the index)."
+        ),
+    ] = None,
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
+    ] = "text",
 ) -> None:
     """First release where a blocked combination works, and the change that made it work.
 
@@ -318,12 +467,18 @@ def bisect_cmd(
 
 @models_app.command("lock")
 def models_lock(
-    recipes: Annotated[Path, typer.Option("--recipes", metavar="DIR", help="Checkout of vllm-project/recipes.")],
-    output: Annotated[Path, typer.Option("-o", "--output", metavar="FILE", help="Lock file to write.")] = Path("model-facts.lock.json"),
+    recipes: Annotated[
+        Path, typer.Option("--recipes", metavar="DIR", help="Checkout of vllm-project/recipes.")
+    ],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", metavar="FILE", help="Lock file to write.")
+    ] = Path("model-facts.lock.json"),
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
     hf_config_dir: HfDirOpt = None,
-    no_hub: Annotated[bool, typer.Option("--no-hub", metavar="", help="Offline sources and --hf-config-dir only.")] = False,
+    no_hub: Annotated[
+        bool, typer.Option("--no-hub", metavar="", help="Offline sources and --hf-config-dir only.")
+    ] = False,
 ) -> None:
     """Resolve every model id the recipes use and pin the facts the verdicts read.
 
@@ -331,18 +486,26 @@ def models_lock(
     """
     from compat import api
 
-    s = api.lock_models(recipes, output, vllm or [], vllm_src or [], hf_config_dir, not no_hub,
-                        progress=_progress)
-    out.print(f"{s['ids']} model ids -> {s['output']}: "
-              f"{', '.join(f'{k} {v}' for k, v in sorted(s['by_status'].items()))}; "
-              f"from {', '.join(f'{k} {v}' for k, v in sorted(s['by_source'].items()))}; "
-              f"{s['revisions']} with a Hub revision", markup=False)
+    s = api.lock_models(
+        recipes, output, vllm or [], vllm_src or [], hf_config_dir, not no_hub, progress=_progress
+    )
+    out.print(
+        f"{s['ids']} model ids -> {s['output']}: "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(s['by_status'].items()))}; "
+        f"from {', '.join(f'{k} {v}' for k, v in sorted(s['by_source'].items()))}; "
+        f"{s['revisions']} with a Hub revision",
+        markup=False,
+    )
 
 
 @models_app.command("outdated")
 def models_outdated(
-    lock: Annotated[Path, typer.Option("--lock", metavar="FILE", help="Lock file to compare.")] = Path("model-facts.lock.json"),
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+    lock: Annotated[
+        Path, typer.Option("--lock", metavar="FILE", help="Lock file to compare.")
+    ] = Path("model-facts.lock.json"),
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
+    ] = "text",
 ) -> None:
     """Which locked ids changed upstream (their main branch moved); exit 1 when any did.
 
@@ -358,9 +521,13 @@ def models_outdated(
     else:
         for r in rows:
             if r["state"] != "unchanged":
-                detail = f"{r['locked'][:12]} -> {r['upstream'][:12]}" if r["upstream"] else r["reason"]
+                detail = (
+                    f"{r['locked'][:12]} -> {r['upstream'][:12]}" if r["upstream"] else r["reason"]
+                )
                 sys.stdout.write(f"{r['state']:9} {r['model_id']}: {detail}\n")
-        counts = {st: sum(r["state"] == st for r in rows) for st in ("changed", "unchanged", "error")}
+        counts = {
+            st: sum(r["state"] == st for r in rows) for st in ("changed", "unchanged", "error")
+        }
         sys.stdout.write(", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
     if any(r["state"] == "changed" for r in rows):
         raise typer.Exit(1)
@@ -368,16 +535,37 @@ def models_outdated(
 
 @app.command("lint", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def lint_cmd(
-    command: Annotated[list[str] | None, typer.Argument(metavar="-- vllm serve MODEL [ARGS]...", help="The serve command line, after `--`.")] = None,
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="-- vllm serve MODEL [ARGS]...", help="The serve command line, after `--`."
+        ),
+    ] = None,
     db: DbOpt = Path("compat.db"),
     vllm: VllmOpt = None,
     vllm_src: SrcOpt = None,
-    platform: Annotated[str, typer.Option("--platform", metavar="PLATFORM", help="cuda or rocm.")] = "cuda",
+    platform: Annotated[
+        str, typer.Option("--platform", metavar="PLATFORM", help="cuda or rocm.")
+    ] = "cuda",
     hf_config_dir: HfDirOpt = None,
     allow_hub: AllowHubOpt = False,
-    facts_lock: Annotated[Path | None, typer.Option("--facts-lock", metavar="FILE", help="Model facts lock (compat models lock): read first, offline.")] = None,
-    no_search: Annotated[bool, typer.Option("--no-search", metavar="", help="Do not bisect the index for the first working release.")] = False,
-    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="text or json.")] = "text",
+    facts_lock: Annotated[
+        Path | None,
+        typer.Option(
+            "--facts-lock",
+            metavar="FILE",
+            help="Model facts lock (compat models lock): read first, offline.",
+        ),
+    ] = None,
+    no_search: Annotated[
+        bool,
+        typer.Option(
+            "--no-search", metavar="", help="Do not bisect the index for the first working release."
+        ),
+    ] = False,
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
+    ] = "text",
 ) -> None:
     """Judge any `vllm serve` command line at every scanned release (exit codes as check).
 
@@ -387,8 +575,18 @@ def lint_cmd(
 
     if format not in ("text", "json"):
         raise UserError(f"unknown format {format!r} (text, json)", where="--format")
-    r = api.lint(command or [], db, vllm or [], platform, hf_config_dir, allow_hub, not no_search,
-                 progress=_progress, srcs=vllm_src or [], facts_lock=facts_lock)
+    r = api.lint(
+        command or [],
+        db,
+        vllm or [],
+        platform,
+        hf_config_dir,
+        allow_hub,
+        not no_search,
+        progress=_progress,
+        srcs=vllm_src or [],
+        facts_lock=facts_lock,
+    )
     from compat import lint as lintm
 
     sys.stdout.write(lintm.as_json(r) + "\n" if format == "json" else lintm.render(r))
@@ -418,11 +616,15 @@ def main() -> None:
             previous = None
     try:
         if len(sys.argv) < 2:
-            commands = ", ".join([c.name or c.callback.__name__ for c in app.registered_commands]
-                                 + [g.name for g in app.registered_groups if g.name])
+            commands = ", ".join(
+                [c.name or c.callback.__name__ for c in app.registered_commands]
+                + [g.name for g in app.registered_groups if g.name]
+            )
             raise UserError(f"missing command ({commands}); see compat --help", where="compat")
         rc = app(standalone_mode=False)
-        if rc == 130:  # typer turns KeyboardInterrupt into Exit(130) before it reaches the handler below
+        if (
+            rc == 130
+        ):  # typer turns KeyboardInterrupt into Exit(130) before it reaches the handler below
             err.print("interrupted; the database was left as it was", markup=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)

@@ -13,10 +13,20 @@ from typing import Any
 from compat.errors import UserError
 from compat.store import Store, open_store
 
-CAP_FLAGS = ("supports_pp", "supports_lora", "supports_multimodal", "supports_encoder_tp_data",
-             "is_hybrid", "has_inner_state", "is_attention_free", "supports_transcription",
-             "is_pooling_model", "is_text_generation_model", "supports_eagle3", "is_moe")
-
+CAP_FLAGS = (
+    "supports_pp",
+    "supports_lora",
+    "supports_multimodal",
+    "supports_encoder_tp_data",
+    "is_hybrid",
+    "has_inner_state",
+    "is_attention_free",
+    "supports_transcription",
+    "is_pooling_model",
+    "is_text_generation_model",
+    "supports_eagle3",
+    "is_moe",
+)
 
 
 def _rows(db: Store, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -28,8 +38,10 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
         have = {r["version"] for r in _rows(conn, "select version from release", ())}
         for v in (a, b):
             if v not in have:
-                raise UserError(f"release {v} is not in the database (scanned: {', '.join(sorted(have)) or 'none'})",
-                                where=str(db_path))
+                raise UserError(
+                    f"release {v} is not in the database (scanned: {', '.join(sorted(have)) or 'none'})",
+                    where=str(db_path),
+                )
 
         def both(sql: str) -> tuple[list[dict], list[dict]]:
             return _rows(conn, sql, (a,)), _rows(conn, sql, (b,))
@@ -44,9 +56,15 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
             flips = {f: [ra[f], rb[f]] for f in CAP_FLAGS if ra[f] != rb[f]}
             moved = ra["class_path"] != rb["class_path"]
             if flips or moved:
-                changed.append({"platform": key[0], "arch": key[1], "flags": flips,
-                                "class": [ra["class_path"], rb["class_path"]] if moved else None,
-                                "evidence": f"{rb['file']}:{rb['line']}"})
+                changed.append(
+                    {
+                        "platform": key[0],
+                        "arch": key[1],
+                        "flags": flips,
+                        "class": [ra["class_path"], rb["class_path"]] if moved else None,
+                        "evidence": f"{rb['file']}:{rb['line']}",
+                    }
+                )
         out["capabilities"] = {
             "added": sorted({k[1] for k in ib.keys() - ia.keys()}),
             "removed": sorted({k[1] for k in ia.keys() - ib.keys()}),
@@ -54,37 +72,57 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
         }
         da, db_ = both("select * from draft_mapping where vllm_version = ?")
         ka = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in da}
-        kb = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in db_}
+        kb = {
+            (r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in db_
+        }
         drafts = []
         for key in sorted(ka.keys() | kb.keys()):
             ra, rb = ka.get(key), kb.get(key)
             fields = ("draft_arch", "draft_class", "draft_supports_pp", "draft_inherits_pp")
             if ra is None or rb is None or any(ra[f] != rb[f] for f in fields):
-                drafts.append({"platform": key[0], "target": key[1] if key[1] not in ("", "unknown") else key[2],
-                               "method": key[3],
-                               "from": {f: ra[f] for f in fields} if ra else None,
-                               "to": {f: rb[f] for f in fields} if rb else None})
+                drafts.append(
+                    {
+                        "platform": key[0],
+                        "target": key[1] if key[1] not in ("", "unknown") else key[2],
+                        "method": key[3],
+                        "from": {f: ra[f] for f in fields} if ra else None,
+                        "to": {f: rb[f] for f in fields} if rb else None,
+                    }
+                )
         out["drafts"] = drafts
         pa, pb = both("select * from draft_parallel where vllm_version = ?")
         ma = {r["method"]: r for r in pa}
         mb = {r["method"]: r for r in pb}
         out["draft_parallel"] = [
-            {"method": m, "from": {"pp": ma[m]["pp_source"], "ep": ma[m]["ep_source"]} if m in ma else None,
-             "to": {"pp": mb[m]["pp_source"], "ep": mb[m]["ep_source"]} if m in mb else None,
-             "evidence": f"{mb[m]['file']}:{mb[m]['line']}" if m in mb else ""}
+            {
+                "method": m,
+                "from": {"pp": ma[m]["pp_source"], "ep": ma[m]["ep_source"]} if m in ma else None,
+                "to": {"pp": mb[m]["pp_source"], "ep": mb[m]["ep_source"]} if m in mb else None,
+                "evidence": f"{mb[m]['file']}:{mb[m]['line']}" if m in mb else "",
+            }
             for m in sorted(ma.keys() | mb.keys())
-            if m not in ma or m not in mb or (ma[m]["pp_source"], ma[m]["ep_source"]) != (mb[m]["pp_source"], mb[m]["ep_source"])]
+            if m not in ma
+            or m not in mb
+            or (ma[m]["pp_source"], ma[m]["ep_source"]) != (mb[m]["pp_source"], mb[m]["ep_source"])
+        ]
         sa, sb = both("select method from spec_method where vllm_version = ?")
         out["spec_methods"] = _setdiff({r["method"] for r in sa}, {r["method"] for r in sb})
         ga, gb = both("select rule_id, status from gate_status where vllm_version = ?")
         gma = {r["rule_id"]: r["status"] for r in ga}
         gmb = {r["rule_id"]: r["status"] for r in gb}
-        out["gates"] = [{"rule": g, "from": gma.get(g), "to": gmb.get(g)}
-                        for g in sorted(gma.keys() | gmb.keys()) if gma.get(g) != gmb.get(g)]
-        fa, fb = both("select flag from cli_flag where vllm_version = ? and kind in ('long', 'short')")
+        out["gates"] = [
+            {"rule": g, "from": gma.get(g), "to": gmb.get(g)}
+            for g in sorted(gma.keys() | gmb.keys())
+            if gma.get(g) != gmb.get(g)
+        ]
+        fa, fb = both(
+            "select flag from cli_flag where vllm_version = ? and kind in ('long', 'short')"
+        )
         out["flags"] = _setdiff({r["flag"] for r in fa}, {r["flag"] for r in fb})
         for kind in ("tool", "reasoning"):
-            xa, xb = both(f"select name from parser_name where vllm_version = ? and kind = '{kind}'")
+            xa, xb = both(
+                f"select name from parser_name where vllm_version = ? and kind = '{kind}'"
+            )
             out[f"{kind}_parsers"] = _setdiff({r["name"] for r in xa}, {r["name"] for r in xb})
         ra_, rb_ = both("select template, file, line from raise_message where vllm_version = ?")
         ta = {r["template"] for r in ra_}
@@ -93,8 +131,10 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
             if r["template"] not in ta and r["template"] not in new:
                 new[r["template"]] = f"{r['file']}:{r['line']}"
         tb = {r["template"] for r in rb_}
-        out["messages"] = {"new": [{"message": t, "at": w} for t, w in sorted(new.items())],
-                           "gone": sorted(ta - tb)}
+        out["messages"] = {
+            "new": [{"message": t, "at": w} for t, w in sorted(new.items())],
+            "gone": sorted(ta - tb),
+        }
         out["verdicts"] = _verdict_changes(conn, a, b)
     return out
 
@@ -105,19 +145,31 @@ def _setdiff(a: set[str], b: set[str]) -> dict[str, list[str]]:
 
 def _verdict_changes(conn: Any, a: str, b: str) -> dict[str, Any]:
     key = "platform, hardware, recipe, variant, strategy, feature, mode, source"
-    rows = _rows(conn, f"""
+    rows = _rows(
+        conn,
+        f"""
         select x.recipe, x.strategy, x.feature, x.mode, x.status as before, y.status as after,
                y.reason as reason, count(*) as n
         from verdict x join verdict y using ({key})
         where x.vllm_version = ? and y.vllm_version = ? and x.status <> y.status
         group by x.recipe, x.strategy, x.feature, x.mode, x.status, y.status
-        order by x.recipe, x.strategy, x.feature, x.mode""", (a, b))
+        order by x.recipe, x.strategy, x.feature, x.mode""",
+        (a, b),
+    )
     by_recipe: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_recipe[r.pop("recipe")].append(r)
-    compared = _rows(conn, f"select count(*) n from verdict x join verdict y using ({key}) "
-                           "where x.vllm_version = ? and y.vllm_version = ?", (a, b))[0]["n"]
-    return {"compared": compared, "changed": sum(r["n"] for r in rows), "by_recipe": dict(by_recipe)}
+    compared = _rows(
+        conn,
+        f"select count(*) n from verdict x join verdict y using ({key}) "
+        "where x.vllm_version = ? and y.vllm_version = ?",
+        (a, b),
+    )[0]["n"]
+    return {
+        "compared": compared,
+        "changed": sum(r["n"] for r in rows),
+        "by_recipe": dict(by_recipe),
+    }
 
 
 def _listed(lines: list[str], items: list[Any], limit: int, line: Any, pad: str = "    ") -> None:
@@ -132,8 +184,15 @@ def _pc(x: dict[str, str] | None) -> str:
     """A draft parallel config as words: where the draft's PP and EP sizes come from."""
     if x is None:
         return "method absent"
-    words = {"target": "copied from the target", "one": "forced to 1", "target_config": "the target's own",
-             "none": "no draft", "off": "off", "target_if_moe": "the target's when MoE", "unknown": "unknown"}
+    words = {
+        "target": "copied from the target",
+        "one": "forced to 1",
+        "target_config": "the target's own",
+        "none": "no draft",
+        "off": "off",
+        "target_if_moe": "the target's when MoE",
+        "unknown": "unknown",
+    }
     return f"PP {words.get(x['pp'], x['pp'])}, EP {words.get(x['ep'], x['ep'])}"
 
 
@@ -144,11 +203,19 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
     lines.append(f"\nVerdicts: {v['changed']} of {v['compared']} comparable rows changed status")
     if not v["compared"]:
         lines.append("  (build with --vllm for both releases to compare verdicts)")
-    groups = {"now blocked (regressions)": lambda i: i["after"] == "blocked" and i["before"] in ("ok", "warning"),
-              "now working (fixed)": lambda i: i["before"] == "blocked" and i["after"] in ("ok", "warning")}
+    groups = {
+        "now blocked (regressions)": lambda i: (
+            i["after"] == "blocked" and i["before"] in ("ok", "warning")
+        ),
+        "now working (fixed)": lambda i: (
+            i["before"] == "blocked" and i["after"] in ("ok", "warning")
+        ),
+    }
     for title, pick in groups.items():
         items = [(r, i) for r, xs in v["by_recipe"].items() for i in xs if pick(i)]
-        lines.append(f"  {title}: {sum(i['n'] for _, i in items)} rows in {len({r for r, _ in items})} recipes")
+        lines.append(
+            f"  {title}: {sum(i['n'] for _, i in items)} rows in {len({r for r, _ in items})} recipes"
+        )
 
         def verdict_line(item: tuple[str, dict[str, Any]]) -> str:
             recipe, i = item
@@ -164,10 +231,14 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
                 k = f"{i['before']} -> {i['after']}"
                 other[k] = other.get(k, 0) + i["n"]
     if other:
-        lines.append("  other transitions: " + ", ".join(f"{k} {n}" for k, n in sorted(other.items())))
+        lines.append(
+            "  other transitions: " + ", ".join(f"{k} {n}" for k, n in sorted(other.items()))
+        )
     caps = d["capabilities"]
-    lines.append(f"\nCapabilities: {len(caps['added'])} archs added, {len(caps['removed'])} removed, "
-                 f"{len(caps['changed'])} changed")
+    lines.append(
+        f"\nCapabilities: {len(caps['added'])} archs added, {len(caps['removed'])} removed, "
+        f"{len(caps['changed'])} changed"
+    )
 
     def cap_line(c: dict[str, Any]) -> str:
         parts = [f"{f} {x}->{y}" for f, (x, y) in c["flags"].items()]
@@ -178,19 +249,32 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
     _listed(lines, caps["changed"], limit, cap_line, pad="  ")
     lines.append(f"\nSpeculative decoding: methods {_fmt(d['spec_methods'])}")
     for p in d["draft_parallel"]:
-        lines.append(f"  draft parallel config for {p['method']}: {_pc(p['from'])} -> {_pc(p['to'])}"
-                     + (f" ({p['evidence']})" if p["evidence"] else ""))
+        lines.append(
+            f"  draft parallel config for {p['method']}: {_pc(p['from'])} -> {_pc(p['to'])}"
+            + (f" ({p['evidence']})" if p["evidence"] else "")
+        )
     cuda = [x for x in d["drafts"] if x["platform"] == "cuda"]
     lines.append(f"  {len(cuda)} draft mappings changed (cuda)")
-    _listed(lines, cuda, limit, lambda x: f"{x['method']} draft of {x['target'] or '(unknown target)'}: "
-                                          f"{_draft(x['from'])} -> {_draft(x['to'])}")
+    _listed(
+        lines,
+        cuda,
+        limit,
+        lambda x: (
+            f"{x['method']} draft of {x['target'] or '(unknown target)'}: "
+            f"{_draft(x['from'])} -> {_draft(x['to'])}"
+        ),
+    )
     lines.append(f"\nGates: {len(d['gates'])} changed")
     for g in d["gates"]:
         lines.append(f"  {g['rule']}: {g['from'] or 'absent'} -> {g['to'] or 'absent'}")
-    lines.append(f"\nFlags {_fmt(d['flags'])}; tool parsers {_fmt(d['tool_parsers'])}; "
-                 f"reasoning parsers {_fmt(d['reasoning_parsers'])}")
+    lines.append(
+        f"\nFlags {_fmt(d['flags'])}; tool parsers {_fmt(d['tool_parsers'])}; "
+        f"reasoning parsers {_fmt(d['reasoning_parsers'])}"
+    )
     m = d["messages"]
-    lines.append(f"\nError messages (parallel/speculative keywords): {len(m['new'])} new, {len(m['gone'])} gone")
+    lines.append(
+        f"\nError messages (parallel/speculative keywords): {len(m['new'])} new, {len(m['gone'])} gone"
+    )
     _listed(lines, m["new"], limit, lambda x: f"+ {x['message'][:110]} ({x['at']})", pad="  ")
     return "\n".join(lines) + "\n"
 
@@ -200,7 +284,9 @@ def _draft(d: dict[str, Any] | None) -> str:
         return "none"
     yn = {1: "yes", 0: "no", None: "?"}
     cls = (d["draft_class"] or d["draft_arch"] or "?").rsplit(".", 1)[-1]
-    return f"{cls} (SupportsPP {yn[d['draft_supports_pp']]}, inherits PP {yn[d['draft_inherits_pp']]})"
+    return (
+        f"{cls} (SupportsPP {yn[d['draft_supports_pp']]}, inherits PP {yn[d['draft_inherits_pp']]})"
+    )
 
 
 def _fmt(d: dict[str, list[str]]) -> str:

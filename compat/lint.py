@@ -43,10 +43,14 @@ class ReleaseVerdict:
 class LintResult:
     command: list[str]
     model: str
-    releases: list[ReleaseVerdict] = field(default_factory=list)  # the releases judged, oldest first
+    releases: list[ReleaseVerdict] = field(
+        default_factory=list
+    )  # the releases judged, oldest first
     works_from: str | None = None
     works_note: str = ""
-    accepted_from: dict[str, str] = field(default_factory=dict)  # argument finding key -> first release accepting it
+    accepted_from: dict[str, str] = field(
+        default_factory=dict
+    )  # argument finding key -> first release accepting it
 
     @property
     def exit_code(self) -> int:
@@ -56,20 +60,28 @@ class LintResult:
 def split_command(command: list[str]) -> list[str]:
     """The argv after `vllm serve`, or a UserError naming what is wrong with the command."""
     if not command or not any(c.strip() for c in command):
-        raise UserError("empty command: give it after `--`, e.g. compat lint -- vllm serve MODEL --tp 2",
-                        where="compat lint")
+        raise UserError(
+            "empty command: give it after `--`, e.g. compat lint -- vllm serve MODEL --tp 2",
+            where="compat lint",
+        )
     if len(command) == 1 and " " in command[0].strip():
-        command = command[0].split()  # quoted as one argument: split like a shell would (no quoting)
+        command = command[
+            0
+        ].split()  # quoted as one argument: split like a shell would (no quoting)
     head = command[0].rsplit("/", 1)[-1]
     if command[0].startswith("-") and "vllm" in command:
         # typer hands an option lint does not know, written before `--`, to the command
-        raise UserError(f"no such option: {command[0]} (lint's own options come before `--`, the serve "
-                        "command after it: compat lint --vllm V -- vllm serve MODEL --config FILE)",
-                        where="compat lint")
+        raise UserError(
+            f"no such option: {command[0]} (lint's own options come before `--`, the serve "
+            "command after it: compat lint --vllm V -- vllm serve MODEL --config FILE)",
+            where="compat lint",
+        )
     if head != "vllm" or len(command) < 2 or command[1] != "serve":
         shown = " ".join(command[:3])
-        raise UserError(f"not a `vllm serve` command: {shown!r} (lint judges `vllm serve MODEL [ARGS...]`)",
-                        where="compat lint")
+        raise UserError(
+            f"not a `vllm serve` command: {shown!r} (lint judges `vllm serve MODEL [ARGS...]`)",
+            where="compat lint",
+        )
     return command
 
 
@@ -99,21 +111,27 @@ def config_loader(command: list[str]) -> Callable[[str], Any] | None:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UserError(f"invalid YAML: {problem}{where}", where=f"--config {path}") from None
     if data is not None and not isinstance(data, dict):
-        raise UserError(f"must be a mapping of option names to values, not {type(data).__name__}",
-                        where=f"--config {path}")
+        raise UserError(
+            f"must be a mapping of option names to values, not {type(data).__name__}",
+            where=f"--config {path}",
+        )
     return lambda _p: data
 
 
 class _Facts:
     """Knowledge per release: the database's rows, or a release scanned on demand."""
 
-    def __init__(self, db_path: Path | None, progress: Progress | None, srcs: list[str] | None = None) -> None:
+    def __init__(
+        self, db_path: Path | None, progress: Progress | None, srcs: list[str] | None = None
+    ) -> None:
         from compat.sources import tree_from_path
         from compat.vocab import release_key
 
         self.say = progress or (lambda _m: None)
         self._open = contextlib.ExitStack()
-        self.db = self._open.enter_context(store.open_store(db_path)) if db_path is not None else None
+        self.db = (
+            self._open.enter_context(store.open_store(db_path)) if db_path is not None else None
+        )
         self.in_db: list[str] = []
         self.origin: dict[str, str] = {}
         if self.db is not None:
@@ -128,7 +146,9 @@ class _Facts:
 
     def shell(self) -> ShellVars:
         """The placeholders the build's recipes checkout defines (none without a database)."""
-        if self.db is None or not self.db.has_table("shell_variable"):  # none, or written before it existed
+        if self.db is None or not self.db.has_table(
+            "shell_variable"
+        ):  # none, or written before it existed
             return ShellVars()
         return ShellVars.from_rows(self.db.dicts("select pattern, file, line from shell_variable"))
 
@@ -145,7 +165,9 @@ class _Facts:
             try:
                 self.trees[version] = tree_from_index(version, progress=self.say)
             except UserError as exc:
-                self.say(f"lint: source of vLLM {version} unavailable ({exc.message}); judged from the database only")
+                self.say(
+                    f"lint: source of vLLM {version} unavailable ({exc.message}); judged from the database only"
+                )
                 self.trees[version] = None
         return self.trees[version]
 
@@ -158,7 +180,9 @@ class _Facts:
 
         tree = self.tree(version)
         if tree is None:
-            raise UserError(f"release {version!r} is neither in the database nor available", where="--vllm")
+            raise UserError(
+                f"release {version!r} is neither in the database nor available", where="--vllm"
+            )
         self.say(f"lint: scanning vLLM {version}")
         facts, _ = release_facts(tree, self.say)
         notes = json.loads((facts.get("release") or {}).get("notes") or "[]")
@@ -179,8 +203,14 @@ def expand_config(argv: list[str], data: Any) -> list[str]:
         return argv
 
 
-def _models(facts: _Facts, targets: list[str], trees: list[Any], hf_config_dir: Path | None, allow_hub: bool,
-            lock: Any) -> Any:
+def _models(
+    facts: _Facts,
+    targets: list[str],
+    trees: list[Any],
+    hf_config_dir: Path | None,
+    allow_hub: bool,
+    lock: Any,
+) -> Any:
     """The model resolver of `compat build`, with the same sources in the same order: the lock,
     local configs, the Hub, curated entries, the releases' test registries and docs (the newest on
     the index too) and the transformers wheel. Judging local trees only stays offline, as a build."""
@@ -189,14 +219,27 @@ def _models(facts: _Facts, targets: list[str], trees: list[Any], hf_config_dir: 
 
     online = any(v not in facts.local and facts.origin.get(v, "pypi") == "pypi" for v in targets)
     extra = newest_tree({t.version: t for t in trees}, facts.say) if online else []
-    return ModelResolver(hf_config_dir=hf_config_dir, allow_hub=allow_hub, trees=trees + extra, lock=lock,
-                         checkpoints=transformers_checkpoints(facts.say) if online else None)
+    return ModelResolver(
+        hf_config_dir=hf_config_dir,
+        allow_hub=allow_hub,
+        trees=trees + extra,
+        lock=lock,
+        checkpoints=transformers_checkpoints(facts.say) if online else None,
+    )
 
 
-def lint(command: list[str], db_path: Path | None, versions: list[str] | None = None, platform: str = "cuda",
-         hf_config_dir: Path | None = None, allow_hub: bool = False, search: bool = True,
-         progress: Progress | None = None, srcs: list[str] | None = None,
-         facts_lock: Path | None = None) -> LintResult:
+def lint(
+    command: list[str],
+    db_path: Path | None,
+    versions: list[str] | None = None,
+    platform: str = "cuda",
+    hf_config_dir: Path | None = None,
+    allow_hub: bool = False,
+    search: bool = True,
+    progress: Progress | None = None,
+    srcs: list[str] | None = None,
+    facts_lock: Path | None = None,
+) -> LintResult:
     """Judge one `vllm serve` command at every release of the database (or `versions`)."""
     from compat.verdict.releases import ReleasePool
     from compat.vocab import release_key
@@ -212,24 +255,46 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
     lock = read_lock(facts_lock) if facts_lock is not None else None  # bad input before any work
     if db_path is not None and not Path(db_path).is_file():
         if not versions and not srcs:
-            raise UserError("no such database (run `compat build` or `compat scan` first, or give --vllm)",
-                            where=str(db_path))
+            raise UserError(
+                "no such database (run `compat build` or `compat scan` first, or give --vllm)",
+                where=str(db_path),
+            )
         db_path = None
     facts = _Facts(db_path, progress, srcs)
     try:
-        targets = sorted(set(versions or []) | set(facts.local) or set(facts.in_db), key=release_key)
+        targets = sorted(
+            set(versions or []) | set(facts.local) or set(facts.in_db), key=release_key
+        )
         if not targets:
-            raise UserError("the database holds no scanned release (run `compat scan --vllm V`)", where=str(db_path))
+            raise UserError(
+                "the database holds no scanned release (run `compat scan --vllm V`)",
+                where=str(db_path),
+            )
         knowledge = {v: facts.knowledge(v) for v in targets}
         trees = [t for t in (facts.tree(v) for v in targets) if t is not None]
         models = _models(facts, targets, trees, hf_config_dir, allow_hub, lock)
         shell = facts.shell()
         judges = {v: Judge(k, models, shell=shell) for v, k in knowledge.items()}
-        pool = ReleasePool(judges, models, index=_index() if search else None, progress=progress, shell=shell)
+        pool = ReleasePool(
+            judges, models, index=_index() if search else None, progress=progress, shell=shell
+        )
         model = _model_of(argv, knowledge[targets[-1]])
-        combo = Combination(recipe="", model_id=model, variant="", strategy="", feature="", mode="", hardware="",
-                            platform=platform, argvs=(("", tuple(argv)),), vllm_pin="", docker_pin=None,
-                            gated=False, omni="--omni" in argv, problems=())
+        combo = Combination(
+            recipe="",
+            model_id=model,
+            variant="",
+            strategy="",
+            feature="",
+            mode="",
+            hardware="",
+            platform=platform,
+            argvs=(("", tuple(argv)),),
+            vllm_pin="",
+            docker_pin=None,
+            gated=False,
+            omni="--omni" in argv,
+            problems=(),
+        )
         result = LintResult(argv, model)
         for v in targets:
             o = pool.outcome(v, combo)
@@ -238,15 +303,20 @@ def lint(command: list[str], db_path: Path | None, versions: list[str] | None = 
         if search:
             oldest = pool.outcome(targets[0], combo)
             for f in oldest.findings:
-                if f.key.startswith("arg:") and f.status == "blocked" and f.key not in result.accepted_from:
+                if (
+                    f.key.startswith("arg:")
+                    and f.status == "blocked"
+                    and f.key not in result.accepted_from
+                ):
                     first = pool.first_without(targets[0], combo, f.key)
                     if first:
                         result.accepted_from[f.key] = first
         for v in [v for v in pool.judges if v not in targets]:  # releases the searches visited
             o = pool.outcome(v, combo)
             if o is not None:
-                result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.shown],
-                                                      judged=False))
+                result.releases.append(
+                    ReleaseVerdict(v, o.status, [f for f in o.findings if f.shown], judged=False)
+                )
         return result
     finally:
         facts.close()
@@ -270,7 +340,9 @@ def _model_of(argv: list[str], k: Any) -> str:
     return default if isinstance(default, str) else ""
 
 
-def _works_from(result: LintResult, targets: list[str], pool: Any, combo: Combination, search: bool) -> None:
+def _works_from(
+    result: LintResult, targets: list[str], pool: Any, combo: Combination, search: bool
+) -> None:
     from compat.verdict.releases import STARTS
 
     statuses = {v: pool.outcome(v, combo).status for v in targets}
@@ -281,8 +353,11 @@ def _works_from(result: LintResult, targets: list[str], pool: Any, combo: Combin
     if not search:
         later = [v for v in targets if statuses[v] in STARTS]
         result.works_from = later[0] if later else None
-        result.works_note = ("first working release judged (the index not searched)" if later
-                             else f"works at none of the releases judged ({targets[0]} .. {targets[-1]})")
+        result.works_note = (
+            "first working release judged (the index not searched)"
+            if later
+            else f"works at none of the releases judged ({targets[0]} .. {targets[-1]})"
+        )
         return
     first = pool.first_working(targets[0], [combo])
     basis = "the index" if pool.exhaustive else "the releases judged (index unreachable)"
@@ -293,7 +368,9 @@ def _works_from(result: LintResult, targets: list[str], pool: Any, combo: Combin
     before = [v for v in pool.releases if release_before(v, first)]
     below = before[-1] if before else targets[0]
     o = pool.outcome(below, combo)
-    result.works_note = f"first working release on {basis} (bisected; {below}: {o.status if o else 'unknown'})"
+    result.works_note = (
+        f"first working release on {basis} (bisected; {below}: {o.status if o else 'unknown'})"
+    )
 
 
 def release_before(a: str, b: str) -> bool:
@@ -313,8 +390,11 @@ def render(r: LintResult) -> str:
             lines += [f"{rv.version}{tag}: note: {f.step}" for f in rv.findings if f.note]
             continue
         for f in rv.findings:
-            msg = " / ".join(line.strip() for line in f.message.strip().splitlines()
-                             if line.strip() and not line.strip().startswith("For further information"))
+            msg = " / ".join(
+                line.strip()
+                for line in f.message.strip().splitlines()
+                if line.strip() and not line.strip().startswith("For further information")
+            )
             accepted = r.accepted_from.get(f.key) if f.key else None
             parts = [f"{rv.version}{tag}: {f.tag}: {f.step}"]
             if msg:
@@ -333,15 +413,34 @@ def render(r: LintResult) -> str:
 
 
 def as_json(r: LintResult) -> str:
-    return json.dumps({
-        "command": r.command, "model": r.model, "works_from": r.works_from, "works_note": r.works_note,
-        "releases": [{"version": x.version, "status": x.status, "judged": x.judged,
-                      "findings": [{"status": f.tag, "step": f.step, "message": f.message,
-                                    "evidence": f.evidence, "stage": f.stage,
-                                    "accepted_from": r.accepted_from.get(f.key) if f.key else None}
-                                   for f in x.findings]}
-                     for x in sorted(r.releases, key=lambda x: _key(x.version))],
-    }, indent=1)
+    return json.dumps(
+        {
+            "command": r.command,
+            "model": r.model,
+            "works_from": r.works_from,
+            "works_note": r.works_note,
+            "releases": [
+                {
+                    "version": x.version,
+                    "status": x.status,
+                    "judged": x.judged,
+                    "findings": [
+                        {
+                            "status": f.tag,
+                            "step": f.step,
+                            "message": f.message,
+                            "evidence": f.evidence,
+                            "stage": f.stage,
+                            "accepted_from": r.accepted_from.get(f.key) if f.key else None,
+                        }
+                        for f in x.findings
+                    ],
+                }
+                for x in sorted(r.releases, key=lambda x: _key(x.version))
+            ],
+        },
+        indent=1,
+    )
 
 
 def _key(v: str) -> tuple:

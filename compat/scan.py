@@ -49,8 +49,9 @@ def compute_facts(tree: VllmTree, progress: Progress | None = None) -> dict[str,
         return vfacts.compute(tree, VERDICT_PLATFORMS, progress)
 
 
-def release_facts(tree: VllmTree, progress: Progress | None = None,
-                  use_cache: bool = True) -> tuple[dict[str, Any], bool]:
+def release_facts(
+    tree: VllmTree, progress: Progress | None = None, use_cache: bool = True
+) -> tuple[dict[str, Any], bool]:
     """(facts, cached?) for a tree; computes and caches on a miss."""
     key = f"{tree.fingerprint()}-{analyzer_hash()}"
     path = cache_dir() / "facts" / f"{key}.json"

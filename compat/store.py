@@ -42,7 +42,7 @@ def views_sql() -> str:
 
 
 def view_names() -> list[str]:
-    return re.findall(r"CREATE VIEW (?:IF NOT EXISTS )?(\w+)", views_sql(), flags=re.I)
+    return re.findall(r"CREATE VIEW (?:IF NOT EXISTS )?(\w+)", views_sql(), flags=re.IGNORECASE)
 
 
 class Store:
@@ -57,18 +57,27 @@ class Store:
         each completed with the columns' defaults); returns how many were inserted."""
         t = spec(record)
         cond = " AND ".join(f"{quoted(k)} = ?" for k in where)
-        self.con.execute(f"DELETE FROM {t.name}" + (f" WHERE {cond}" if cond else ""), tuple(where.values()))
+        self.con.execute(
+            f"DELETE FROM {t.name}" + (f" WHERE {cond}" if cond else ""), tuple(where.values())
+        )
         return self.append(record, rows)
 
     def append(self, record: type, rows: Iterable[Any]) -> int:
         t = spec(record)
         names = t.column_names
         defaults = [c.default for c in t.columns]
-        values = [tuple(getattr(r, n) for n in names) if isinstance(r, record) else
-                  tuple(r.get(n, d) for n, d in zip(names, defaults, strict=True)) for r in rows]
+        values = [
+            tuple(getattr(r, n) for n in names)
+            if isinstance(r, record)
+            else tuple(r.get(n, d) for n, d in zip(names, defaults, strict=True))
+            for r in rows
+        ]
         if values:
-            self.con.executemany(f"INSERT INTO {t.name} ({', '.join(quoted(n) for n in names)}) "
-                                 f"VALUES ({', '.join('?' * len(names))})", values)
+            self.con.executemany(
+                f"INSERT INTO {t.name} ({', '.join(quoted(n) for n in names)}) "
+                f"VALUES ({', '.join('?' * len(names))})",
+                values,
+            )
         return len(values)
 
     def write_release_facts(self, facts: dict[str, Any]) -> dict[str, int]:
@@ -76,10 +85,19 @@ class Store:
         rel = facts["release"]
         version = rel["version"]
         release_columns = set(TABLES["release"].column_names)
-        self.replace(TABLES["release"].record, [{k: v for k, v in rel.items() if k in release_columns}],
-                     version=version)
-        return {t.name: self.replace(t.record, [dict(r, vllm_version=version) for r in facts.get(t.name, [])],
-                                     vllm_version=version) for t in RELEASE_TABLES}
+        self.replace(
+            TABLES["release"].record,
+            [{k: v for k, v in rel.items() if k in release_columns}],
+            version=version,
+        )
+        return {
+            t.name: self.replace(
+                t.record,
+                [dict(r, vllm_version=version) for r in facts.get(t.name, [])],
+                vllm_version=version,
+            )
+            for t in RELEASE_TABLES
+        }
 
     # -- reads -------------------------------------------------------------------------------
     def dicts(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
@@ -88,8 +106,9 @@ class Store:
         cols = [d[0] for d in cur.description or ()]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
-    def rows(self, record: type[T], where: str = "", params: tuple[Any, ...] = (),
-             order: str = "") -> list[T]:
+    def rows(
+        self, record: type[T], where: str = "", params: tuple[Any, ...] = (), order: str = ""
+    ) -> list[T]:
         """Records of `record`'s table (`where` and `order` are SQL over its columns)."""
         t = spec(record)
         have = self._columns(t)
@@ -98,12 +117,16 @@ class Store:
         if where:
             sql += f" WHERE {where}"
         sql += f" ORDER BY {order or ('id' if 'id' in cols else cols[0])}"
-        return [from_row(record, dict(zip(cols, r, strict=True))) for r in self.con.execute(sql, params)]
+        return [
+            from_row(record, dict(zip(cols, r, strict=True))) for r in self.con.execute(sql, params)
+        ]
 
     def verdicts(self, where: str = "", params: tuple[Any, ...] = ()) -> list[Verdict]:
         return self.rows(Verdict, where, params)
 
-    def causes(self, where: str = "", params: tuple[Any, ...] = (), order: str = "") -> list[CauseRow]:
+    def causes(
+        self, where: str = "", params: tuple[Any, ...] = (), order: str = ""
+    ) -> list[CauseRow]:
         return self.rows(CauseRow, where, params, order)
 
     def releases(self) -> list[str]:
@@ -111,13 +134,21 @@ class Store:
 
     def relations(self) -> list[str]:
         """Every table and view, by name."""
-        return [r[0] for r in self.con.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
-            "ORDER BY name")]
+        return [
+            r[0]
+            for r in self.con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+                "ORDER BY name"
+            )
+        ]
 
     def has_table(self, name: str) -> bool:
-        return self.con.execute("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?",
-                                (name,)).fetchone() is not None
+        return (
+            self.con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", (name,)
+            ).fetchone()
+            is not None
+        )
 
     def _columns(self, t: Table) -> set[str]:
         return {r[1] for r in self.con.execute(f"PRAGMA table_info({t.name})")}
@@ -126,7 +157,10 @@ class Store:
     def init_schema(self) -> None:
         """Create what is missing: tables, columns added since an older vllm-compat wrote the
         database (appended, as the contract allows), the application id and the views."""
-        have = {name for (name,) in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        have = {
+            name
+            for (name,) in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         script = []
         for t in TABLES.values():
             if t.name not in have:
@@ -135,13 +169,22 @@ class Store:
             present = self._columns(t)
             for c in t.columns:
                 if c.name not in present:
-                    default = "NULL" if c.default is None else (
-                        str(int(c.default)) if isinstance(c.default, (bool, int)) else
-                        "'" + str(c.default).replace("'", "''") + "'")
-                    script.append(f"ALTER TABLE {t.name} ADD COLUMN {quoted(c.name)} {c.sql_type} "
-                                  f"DEFAULT {default};")
-        self.con.executescript("\n".join(script) + f"\nPRAGMA application_id = {APPLICATION_ID};\n"
-                               + views_sql())
+                    default = (
+                        "NULL"
+                        if c.default is None
+                        else (
+                            str(int(c.default))
+                            if isinstance(c.default, (bool, int))
+                            else "'" + str(c.default).replace("'", "''") + "'"
+                        )
+                    )
+                    script.append(
+                        f"ALTER TABLE {t.name} ADD COLUMN {quoted(c.name)} {c.sql_type} "
+                        f"DEFAULT {default};"
+                    )
+        self.con.executescript(
+            "\n".join(script) + f"\nPRAGMA application_id = {APPLICATION_ID};\n" + views_sql()
+        )
 
 
 @contextlib.contextmanager
@@ -166,7 +209,9 @@ def open_store(path: Path) -> Iterator[Store]:
     """A read-only store on `path`; UserError (naming the file) when it is missing or not ours."""
     path = Path(path)
     if not path.is_file():
-        raise UserError("no such database (run `compat scan` or `compat build` first)", where=str(path))
+        raise UserError(
+            "no such database (run `compat scan` or `compat build` first)", where=str(path)
+        )
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -179,8 +224,9 @@ def open_store(path: Path) -> Iterator[Store]:
         refuse_foreign(con, path, "not a vllm-compat database (it holds {listed})")
         yield Store(con)
     except sqlite3.DatabaseError as exc:
-        raise UserError(f"cannot read the database ({exc}); rebuild it with `compat build`",
-                        where=str(path)) from None
+        raise UserError(
+            f"cannot read the database ({exc}); rebuild it with `compat build`", where=str(path)
+        ) from None
     finally:
         con.close()
 
@@ -254,38 +300,90 @@ def ensure_writable(path: Path) -> None:
         raise UserError(f"not a vllm-compat database: {exc}", where=str(path)) from None
 
 
-def refuse_foreign(con: sqlite3.Connection, path: Path,
-                   message: str = "not a vllm-compat database (it holds {listed}); refusing to write "
-                                  "into it, give another --db") -> None:
+def refuse_foreign(
+    con: sqlite3.Connection,
+    path: Path,
+    message: str = "not a vllm-compat database (it holds {listed}); refusing to write "
+    "into it, give another --db",
+) -> None:
     """UserError unless `path` is empty, carries our application id, or holds only our tables.
 
     Writing into someone else's SQLite file would add a dozen tables to it.
     """
     if con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
         return
-    names = {r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")}
+    names = {
+        r[0]
+        for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"
+        )
+    }
     ours = set(TABLES) | set(view_names())
     foreign = sorted(names - ours)
     if foreign or (names and "release" not in names):
-        listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        listed = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
         raise UserError(message.format(listed=listed or "other tables"), where=str(path))
 
 
 # --------------------------------------------------------------------------- compat sql
 
 #: Read-only PRAGMAs `compat sql` lets through (they take a table or index name, change nothing).
-_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
-                           "foreign_key_list", "table_list"})
-_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-                              getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
-_ACTION_NAMES = {getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ") for n in (
-    "ALTER_TABLE", "ANALYZE", "ATTACH", "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX",
-    "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW",
-    "CREATE_VTABLE", "DELETE", "DETACH", "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX",
-    "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW",
-    "DROP_VTABLE", "INSERT", "PRAGMA", "REINDEX", "SAVEPOINT", "TRANSACTION", "UPDATE")
-    if hasattr(sqlite3, f"SQLITE_{n}")}
+_READ_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "table_list",
+    }
+)
+_ALLOWED_ACTIONS = frozenset(
+    {
+        sqlite3.SQLITE_SELECT,
+        sqlite3.SQLITE_READ,
+        sqlite3.SQLITE_FUNCTION,
+        getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+    }
+)
+_ACTION_NAMES = {
+    getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ")
+    for n in (
+        "ALTER_TABLE",
+        "ANALYZE",
+        "ATTACH",
+        "CREATE_INDEX",
+        "CREATE_TABLE",
+        "CREATE_TEMP_INDEX",
+        "CREATE_TEMP_TABLE",
+        "CREATE_TEMP_TRIGGER",
+        "CREATE_TEMP_VIEW",
+        "CREATE_TRIGGER",
+        "CREATE_VIEW",
+        "CREATE_VTABLE",
+        "DELETE",
+        "DETACH",
+        "DROP_INDEX",
+        "DROP_TABLE",
+        "DROP_TEMP_INDEX",
+        "DROP_TEMP_TABLE",
+        "DROP_TEMP_TRIGGER",
+        "DROP_TEMP_VIEW",
+        "DROP_TRIGGER",
+        "DROP_VIEW",
+        "DROP_VTABLE",
+        "INSERT",
+        "PRAGMA",
+        "REINDEX",
+        "SAVEPOINT",
+        "TRANSACTION",
+        "UPDATE",
+    )
+    if hasattr(sqlite3, f"SQLITE_{n}")
+}
 
 
 def query(path: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -299,8 +397,9 @@ def query(path: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         con = store.con
         refused: list[str] = []
 
-        def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None,
-                      _src: str | None) -> int:
+        def authorize(
+            action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None
+        ) -> int:
             if action in _ALLOWED_ACTIONS:
                 return sqlite3.SQLITE_OK
             if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS:
@@ -318,8 +417,11 @@ def query(path: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
             if refused:
                 verb = sql.split(None, 1)[0].upper() if sql.split() else refused[0]
                 what = refused[0] if refused[0].startswith("PRAGMA") else verb
-                raise UserError(f"compat sql is read-only: {what} is not allowed "
-                                "(SELECT over the views in schema/views.sql)", where="statement") from None
+                raise UserError(
+                    f"compat sql is read-only: {what} is not allowed "
+                    "(SELECT over the views in schema/views.sql)",
+                    where="statement",
+                ) from None
             raise UserError(f"SQL error: {str(exc).splitlines()[0]}", where="statement") from None
         finally:
             con.set_authorizer(None)

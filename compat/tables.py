@@ -30,8 +30,9 @@ COMMON = {
 }
 
 
-def col(doc: str = "", *, default: Any = dataclasses.MISSING, pk: bool = False,
-        index: bool = False) -> Any:
+def col(
+    doc: str = "", *, default: Any = dataclasses.MISSING, pk: bool = False, index: bool = False
+) -> Any:
     """A column: its description, default, and whether it is (part of) the key or indexed."""
     meta = {"doc": doc, "pk": pk, "index": index}
     if default is dataclasses.MISSING:
@@ -71,8 +72,11 @@ class Table:
             lines.append(f"\t{quoted(c.name)} {c.sql_type}{null}")
         lines.append(f"\tPRIMARY KEY ({', '.join(pks)})")
         out = [f"CREATE TABLE {self.name} (\n" + ", \n".join(lines) + "\n)"]
-        out += [f"CREATE INDEX ix_{self.name}_{c.name} ON {self.name} ({c.name})"
-                for c in self.columns if c.index]
+        out += [
+            f"CREATE INDEX ix_{self.name}_{c.name} ON {self.name} ({c.name})"
+            for c in self.columns
+            if c.index
+        ]
         return out
 
 
@@ -100,8 +104,17 @@ def table(name: str, *, release: bool = False) -> Callable[[type[T]], type[T]]:
             sql_type = "INTEGER" if base is int else "VARCHAR"
             default = None if f.default is dataclasses.MISSING else f.default
             doc = f.metadata.get("doc") or COMMON.get(f.name, "")
-            columns.append(Column(f.name, sql_type, nullable, default, f.metadata.get("pk", False),
-                                  f.metadata.get("index", False), doc))
+            columns.append(
+                Column(
+                    f.name,
+                    sql_type,
+                    nullable,
+                    default,
+                    f.metadata.get("pk", False),
+                    f.metadata.get("index", False),
+                    doc,
+                )
+            )
         TABLES[name] = Table(name, rec, (rec.__doc__ or "").strip(), tuple(columns), release)
         rec.__table__ = TABLES[name]  # type: ignore[attr-defined]
         return rec
@@ -131,10 +144,15 @@ class Release:
     origin: str = col("Where the source came from: index (sdist), path or installed.")
     sha256: str | None = col("sha256 of the sdist (index releases).", default=None)
     fingerprint: str = col("Hash of the files the analysis read (facts are cached by it).")
-    commit_id: str | None = col("The git commit the release was built from, when it says.", default=None)
-    pp_rule: str | None = col("How the release's own interfaces decide SupportsPP (protocol or MRO).",
-                              default=None)
-    notes: str = col("JSON list of analysis notes (predicates of unknown shape, ...).", default="[]")
+    commit_id: str | None = col(
+        "The git commit the release was built from, when it says.", default=None
+    )
+    pp_rule: str | None = col(
+        "How the release's own interfaces decide SupportsPP (protocol or MRO).", default=None
+    )
+    notes: str = col(
+        "JSON list of analysis notes (predicates of unknown shape, ...).", default="[]"
+    )
     analyzer: str = col("The vllm-compat analysis version that wrote the facts.", default="")
 
 
@@ -146,8 +164,12 @@ class ArchCapability:
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)
     platform: str = col()
-    arch: str = col("Architecture name as registered (the HF config's architectures[0]).", index=True)
-    category: str = col("The registry dict it is listed in (_TEXT_GENERATION_MODELS, ...).", default="")
+    arch: str = col(
+        "Architecture name as registered (the HF config's architectures[0]).", index=True
+    )
+    category: str = col(
+        "The registry dict it is listed in (_TEXT_GENERATION_MODELS, ...).", default=""
+    )
     registry_module: str = col("Module the registry names.", default="")
     registry_class: str = col("Class the registry names.", default="")
     class_path: str = col("The class vLLM loads on this platform (module.Class).", default="")
@@ -155,12 +177,14 @@ class ArchCapability:
     line: int = col(default=0)
     status: str = col("resolved, or why the class could not be resolved.", default="resolved")
     reason: str = col("Why a class or capability is unknown.", default="")
-    supports_pp: int | None = col("Pipeline parallel (SupportsPP as the release tests it); NULL = unknown.",
-                                  default=None)
+    supports_pp: int | None = col(
+        "Pipeline parallel (SupportsPP as the release tests it); NULL = unknown.", default=None
+    )
     supports_lora: int | None = col("SupportsLoRA.", default=None)
     supports_multimodal: int | None = col("SupportsMultiModal.", default=None)
-    supports_encoder_tp_data: int | None = col("supports_encoder_tp_data (--mm-encoder-tp-mode data).",
-                                               default=None)
+    supports_encoder_tp_data: int | None = col(
+        "supports_encoder_tp_data (--mm-encoder-tp-mode data).", default=None
+    )
     is_hybrid: int | None = col("IsHybrid (attention and state-space layers).", default=None)
     has_inner_state: int | None = col("HasInnerState.", default=None)
     is_attention_free: int | None = col("IsAttentionFree.", default=None)
@@ -193,8 +217,10 @@ class DraftParallel:
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)
     method: str = col("Canonical speculative method.")
-    pp_source: str = col("Draft PP size: target (copied), one (forced 1), target_config (the draft uses "
-                         "the target's parallel config), none (no draft model) or unknown.")
+    pp_source: str = col(
+        "Draft PP size: target (copied), one (forced 1), target_config (the draft uses "
+        "the target's parallel config), none (no draft model) or unknown."
+    )
     ep_source: str = col("Draft expert parallel: off, target, target_if_moe or unknown.")
     file: str = col(default="")
     line: int = col(default=0)
@@ -214,7 +240,9 @@ class DraftMapping:
     method: str = col("Canonical speculative method.")
     draft_arch: str = col("The draft architecture vLLM builds.", default="")
     draft_class: str = col("The draft class vLLM loads (module.Class).", default="")
-    draft_supports_pp: int | None = col("The draft class supports PP; NULL = unknown.", default=None)
+    draft_supports_pp: int | None = col(
+        "The draft class supports PP; NULL = unknown.", default=None
+    )
     draft_inherits_pp: int | None = col("The draft copies the target's PP size.", default=None)
     status: str = col("ok, error or unknown.", default="ok")
     detail: str = col("How the draft arch was chosen, or the error.", default="")
@@ -271,18 +299,24 @@ class CliValue:
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)
     flag: str = col("Canonical long form, or the positional's dest ('model_tag').")
-    option_strings: str = col("JSON: every string argparse registers for it (-tp, --no-x, ...).",
-                              default="[]")
+    option_strings: str = col(
+        "JSON: every string argparse registers for it (-tp, --no-x, ...).", default="[]"
+    )
     dest: str = col("The namespace attribute.", default="")
     action: str = col("argparse action.", default="store")
     nargs: str = col("'' one value; '?', '*', '+' or a count.", default="")
     const: str = col("JSON: argparse const.", default="null")
-    type: str = col("The type callable: int, float, str, json, json_or_str, dataclass (pydantic-validated "
-                    "JSON of json_class), human_readable_int, callable, transform, ...", default="")
+    type: str = col(
+        "The type callable: int, float, str, json, json_or_str, dataclass (pydantic-validated "
+        "JSON of json_class), human_readable_int, callable, transform, ...",
+        default="",
+    )
     parse: int = col("Wrapped in parse_type (its error text).", default=0)
     optional: int = col("Wrapped in optional_type: '' and 'None' read as None.", default=0)
     callable_src: str = col("Source of a type callable the release defines.", default="")
-    json_class: str = col("The config class a dataclass-typed option validates against.", default="")
+    json_class: str = col(
+        "The config class a dataclass-typed option validates against.", default=""
+    )
     choices: str = col("JSON list of choices; null = any value.", default="null")
     metavar_only: int = col("The choices are only shown (metavar), not enforced.", default=0)
     choices_file: str = col("Where the choices are written.", default="")
@@ -300,14 +334,18 @@ class ConfigField:
 
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)
-    class_name: str = col("The config class (SpeculativeConfig, KVTransferConfig, ...).", index=True)
+    class_name: str = col(
+        "The config class (SpeculativeConfig, KVTransferConfig, ...).", index=True
+    )
     field: str = col("The field; '' for the class row.", default="")
     type: str = col("JSON type spec (compat.vllm.config_schema).", default="")
     default: str = col("JSON: the field's default.", default="null")
     default_kind: str = col("literal, factory, or how the default is computed.", default="")
     validators: str = col("JSON: pydantic validators and bounds on the field.", default="[]")
-    extra: str = col("Class row: what pydantic does with an unknown key (forbid, ignore, allow, unknown).",
-                     default="")
+    extra: str = col(
+        "Class row: what pydantic does with an unknown key (forbid, ignore, allow, unknown).",
+        default="",
+    )
     file: str = col(default="")
     line: int = col(default=0)
 
@@ -332,7 +370,9 @@ class ClassAttrFact:
 
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)
-    attr: str = col("The attribute (can_return_lse_for_decode, supports_aux_hidden_states_over_pp).")
+    attr: str = col(
+        "The attribute (can_return_lse_for_decode, supports_aux_hidden_states_over_pp)."
+    )
     class_name: str = col("The class setting it.")
     file: str = col(default="")
     line: int = col(default=0)
@@ -366,7 +406,9 @@ class ModelFact:
     model_type: str | None = col("config.json's model_type.", default=None)
     num_nextn_predict_layers: int | None = col("MTP layers, when the config says.", default=None)
     num_experts: int | None = col("Routed experts (0 = dense), when the config says.", default=None)
-    source: str = col("The source that answered (lock, local, hub, curated, vllm tests, ...).", default="")
+    source: str = col(
+        "The source that answered (lock, local, hub, curated, vllm tests, ...).", default=""
+    )
     provenance: str = col("Where exactly (file, URL).", default="")
     revision: str = col("Commit sha of the config.json read (HF Hub or cache).", default="")
     inferred: int = col("1 when inferred (a family name, a quantized copy), not read.", default=0)
@@ -400,31 +442,50 @@ class Verdict:
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)
     platform: str = col()
-    hardware: str = col("Taxonomy hardware profile; '' where the args do not depend on it.", default="")
-    recipe: str = col("Recipe file, relative to the recipes root (models/zai-org/GLM-5.2.yaml).", index=True)
+    hardware: str = col(
+        "Taxonomy hardware profile; '' where the args do not depend on it.", default=""
+    )
+    recipe: str = col(
+        "Recipe file, relative to the recipes root (models/zai-org/GLM-5.2.yaml).", index=True
+    )
     model_id: str = col("The model the command serves.", default="")
     variant: str = col("The recipe variant.", default="")
-    strategy: str = col("The strategy (single_node_tp, multi_node_tp_pp, pd_cluster, ...).", default="")
+    strategy: str = col(
+        "The strategy (single_node_tp, multi_node_tp_pp, pd_cluster, ...).", default=""
+    )
     feature: str = col("The feature switched on; '' for the base command.", default="")
     mode: str = col("The feature's mode; '' for a feature without modes.", default="")
-    status: str = col("ok, blocked (cannot start), warning (starts with a fallback) or unknown "
-                      "(a needed fact is missing).")
+    status: str = col(
+        "ok, blocked (cannot start), warning (starts with a fallback) or unknown "
+        "(a needed fact is missing)."
+    )
     message: str = col("The error vLLM raises (blocked) or logs (warning).", default="")
     reason: str = col("The decisive step of the reason chain.", default="")
     evidence: str = col("file:line in the release, '; '-separated.", default="")
     gated: int = col("1 when the recipe already keeps this feature off this strategy.", default=0)
     pinned: int = col("1 when vllm_version is the release the recipe pins.", default=0)
-    judged: int = col("1 at the releases the build judges (the pin, or every explicit --vllm).", default=0)
-    works_from: str = col("First release on the index where this combination starts (bisection).", default="")
+    judged: int = col(
+        "1 at the releases the build judges (the pin, or every explicit --vllm).", default=0
+    )
+    works_from: str = col(
+        "First release on the index where this combination starts (bisection).", default=""
+    )
     argv: str = col("JSON [[role, [arg, ...]], ...]; '' when stored once in `command`.", default="")
-    command_id: int | None = col("-> command.id: the argv, shared by every release judged.", default=None)
+    command_id: int | None = col(
+        "-> command.id: the argv, shared by every release judged.", default=None
+    )
     chain: str = col("JSON list of reason steps, each tagged [status] or [note].", default="[]")
-    cause_kind: str = col("Kind of the primary cause (compat.verdict.cause); '' when ok.", default="")
+    cause_kind: str = col(
+        "Kind of the primary cause (compat.verdict.cause); '' when ok.", default=""
+    )
     cause: str = col("The primary cause's label.", default="")
     cause_id: int | None = col("-> cause.id.", default=None)
-    profiles: str = col("Comma-separated hardware profiles this row stands for (hardware '' = several).",
-                        default="")
-    source: str = col("Surfaces of the recipes site emitting the argv: api, ui or api,ui.", default="ui")
+    profiles: str = col(
+        "Comma-separated hardware profiles this row stands for (hardware '' = several).", default=""
+    )
+    source: str = col(
+        "Surfaces of the recipes site emitting the argv: api, ui or api,ui.", default="ui"
+    )
 
     def steps(self) -> list[str]:
         return list(json.loads(self.chain or "[]"))
@@ -437,16 +498,26 @@ class CauseRow:
     id: int | None = col(default=None, pk=True)
     recipe: str = col("Recipe file.", index=True)
     kind: str = col("feature, pin, variant, hardware, strategy, base_args, recipe, omni or fact.")
-    element: str = col("The recipe element (features.spec_decoding, model.base_args, variants.fp8, ...).",
-                       default="")
+    element: str = col(
+        "The recipe element (features.spec_decoding, model.base_args, variants.fp8, ...).",
+        default="",
+    )
     mode: str = col("The feature's mode, for feature causes.", default="")
-    carrier: str = col("For pin causes: the element carrying the args a later release accepts.", default="")
-    label: str = col("How reports name it (spec_decoding:mtp, the pinned release, ...).", default="")
+    carrier: str = col(
+        "For pin causes: the element carrying the args a later release accepts.", default=""
+    )
+    label: str = col(
+        "How reports name it (spec_decoding:mtp, the pinned release, ...).", default=""
+    )
     finding: str = col("The decisive finding it explains (first met).", default="")
     field: str = col("Recipe YAML path the fix or annotation points at.", default="")
     line: int = col("Its line in the recipe file (1-based; 0 = unknown).", default=0)
-    works_from: str = col("First release on the index where every command it blocks starts.", default="")
-    fix_kind: str = col("gate, mode_variants, pin_bump, spelling or none ('' = not planned).", default="")
+    works_from: str = col(
+        "First release on the index where every command it blocks starts.", default=""
+    )
+    fix_kind: str = col(
+        "gate, mode_variants, pin_bump, spelling or none ('' = not planned).", default=""
+    )
     fix: str = col("One line: what the fix does.", default="")
     fix_why: str = col("Why there is no automatic fix, or what to check by hand.", default="")
     fix_edits: str = col("JSON list of edits (compat.fix.edits).", default="[]")
@@ -492,33 +563,68 @@ class View:
     extra: dict[str, str] = field(default_factory=dict)  # docs of computed or renamed columns
 
 
-VIEWS = {v.name: v for v in (
-    View("v_arch_capability", "Architecture capabilities per release and platform (booleans 0/1, "
-         "NULL = unknown).", ("arch_capability",)),
-    View("v_draft", "The draft vLLM builds per target model type and speculative method, per release.",
-         ("draft_mapping",)),
-    View("v_gate", "Curated runtime gates and whether each release still holds their anchors.",
-         ("gate_status",)),
-    View("v_flag", "`vllm serve` flags and JSON sub-keys per release.", ("cli_flag",)),
-    View("v_parser", "Tool-call and reasoning parser names per release.", ("parser_name",)),
-    View("v_flag_value", "How argparse reads each `vllm serve` option's value per release: type, "
-         "nargs, choices and where the choices are written.", ("cli_value",)),
-    View("v_config_field", "Keys (and their types) the JSON config flags accept per release.",
-         ("config_field",)),
-    View("v_verdict", "Every verdict: can this recipe, variant, strategy and feature mode start on "
-         "this vLLM release? With its primary cause and fix.", ("verdict", "cause")),
-    View("v_cause", "One row per (recipe, cause): what fails, where in the recipe file, the fix "
-         "(or why there is none), and the ungated judged commands it blocks.", ("cause",),
-         {"cause_kind": "The cause's kind (feature, pin, variant, hardware, strategy, base_args, "
-                        "recipe, omni or fact).",
-          "cause": "The cause's label.",
-          "rows": "Ungated judged verdict rows it explains.", "blocked": "How many of them are blocked.",
-          "strategies": "Distinct strategies among them.", "variants": "Distinct variants among them.",
-          "hardware": "Distinct hardware profiles among them.",
-          "releases": "The releases they were judged at, comma-separated."}),
-    View("v_finding", "The verdicts that are not ok, with whether the recipe gates them and whether "
-         "the release is the one the recipe pins.", ("verdict",)),
-)}
+VIEWS = {
+    v.name: v
+    for v in (
+        View(
+            "v_arch_capability",
+            "Architecture capabilities per release and platform (booleans 0/1, NULL = unknown).",
+            ("arch_capability",),
+        ),
+        View(
+            "v_draft",
+            "The draft vLLM builds per target model type and speculative method, per release.",
+            ("draft_mapping",),
+        ),
+        View(
+            "v_gate",
+            "Curated runtime gates and whether each release still holds their anchors.",
+            ("gate_status",),
+        ),
+        View("v_flag", "`vllm serve` flags and JSON sub-keys per release.", ("cli_flag",)),
+        View("v_parser", "Tool-call and reasoning parser names per release.", ("parser_name",)),
+        View(
+            "v_flag_value",
+            "How argparse reads each `vllm serve` option's value per release: type, "
+            "nargs, choices and where the choices are written.",
+            ("cli_value",),
+        ),
+        View(
+            "v_config_field",
+            "Keys (and their types) the JSON config flags accept per release.",
+            ("config_field",),
+        ),
+        View(
+            "v_verdict",
+            "Every verdict: can this recipe, variant, strategy and feature mode start on "
+            "this vLLM release? With its primary cause and fix.",
+            ("verdict", "cause"),
+        ),
+        View(
+            "v_cause",
+            "One row per (recipe, cause): what fails, where in the recipe file, the fix "
+            "(or why there is none), and the ungated judged commands it blocks.",
+            ("cause",),
+            {
+                "cause_kind": "The cause's kind (feature, pin, variant, hardware, strategy, base_args, "
+                "recipe, omni or fact).",
+                "cause": "The cause's label.",
+                "rows": "Ungated judged verdict rows it explains.",
+                "blocked": "How many of them are blocked.",
+                "strategies": "Distinct strategies among them.",
+                "variants": "Distinct variants among them.",
+                "hardware": "Distinct hardware profiles among them.",
+                "releases": "The releases they were judged at, comma-separated.",
+            },
+        ),
+        View(
+            "v_finding",
+            "The verdicts that are not ok, with whether the recipe gates them and whether "
+            "the release is the one the recipe pins.",
+            ("verdict",),
+        ),
+    )
+}
 
 
 def column_doc(relation: str, column: str) -> str:

@@ -111,8 +111,9 @@ def _recipe(recipe: str, rows: list[VerdictRow], causes: list[CauseRow]) -> Reci
             continue
         key = (c.fix_kind, c.fix, c.fix_edits)
         f = fixes.get(key)
-        fixes[key] = Fix(c.fix_kind, c.fix, (*(f.causes if f else ()), c.label), tuple(c.edits()),
-                         c.works_from)
+        fixes[key] = Fix(
+            c.fix_kind, c.fix, (*(f.causes if f else ()), c.label), tuple(c.edits()), c.works_from
+        )
     ro.fixes = [f for f in fixes.values() if f.edits]
     return ro
 
@@ -120,12 +121,19 @@ def _recipe(recipe: str, rows: list[VerdictRow], causes: list[CauseRow]) -> Reci
 def _unsupported(rows: Sequence[VerdictRow]) -> list[Unsupported]:
     """(strategy, feature) pairs with blocked, ungated feature rows whose base command is not blocked
     at the same release, platform, hardware and variant (that is the base command's finding)."""
-    base_blocked = {(r.vllm_version, r.platform, r.hardware, r.variant, r.strategy)
-                    for r in rows if not r.feature and r.status == "blocked"}
+    base_blocked = {
+        (r.vllm_version, r.platform, r.hardware, r.variant, r.strategy)
+        for r in rows
+        if not r.feature and r.status == "blocked"
+    }
     groups: dict[tuple[str, str], list[VerdictRow]] = {}
     for r in rows:
-        if not r.feature or r.gated or (r.vllm_version, r.platform, r.hardware, r.variant, r.strategy) in \
-                base_blocked or (r.vllm_version, r.platform, "", r.variant, r.strategy) in base_blocked:
+        if (
+            not r.feature
+            or r.gated
+            or (r.vllm_version, r.platform, r.hardware, r.variant, r.strategy) in base_blocked
+            or (r.vllm_version, r.platform, "", r.variant, r.strategy) in base_blocked
+        ):
             continue
         groups.setdefault((r.strategy, r.feature), []).append(r)
     out = []
@@ -136,11 +144,17 @@ def _unsupported(rows: Sequence[VerdictRow]) -> list[Unsupported]:
         offered = _distinct(r.mode for r in grows)
         modes = _distinct(r.mode for r in blocked)
         fixes = {r.works_from for r in blocked}
-        out.append(Unsupported(
-            strategy, feature, () if set(modes) == set(offered) else modes,
-            reason="; ".join(sorted(_distinct(_one_line(r.reason) for r in blocked))) or "blocked",
-            vllm=tuple(sorted(_distinct(r.vllm_version for r in blocked), key=release_key)),
-            works_from=None if "" in fixes else max(fixes, key=release_key)))
+        out.append(
+            Unsupported(
+                strategy,
+                feature,
+                () if set(modes) == set(offered) else modes,
+                reason="; ".join(sorted(_distinct(_one_line(r.reason) for r in blocked)))
+                or "blocked",
+                vllm=tuple(sorted(_distinct(r.vllm_version for r in blocked), key=release_key)),
+                works_from=None if "" in fixes else max(fixes, key=release_key),
+            )
+        )
     return out
 
 
@@ -177,12 +191,21 @@ def _recipe_dict(ro: RecipeOverrides) -> dict[str, Any]:
         for u in ro.unsupported:
             entry: dict[str, Any] = {"modes": list(u.modes)} if u.modes else {}
             entry.update(reason=u.reason, vllm=_versions(u.vllm), works_from=u.works_from)
-            so.setdefault(u.strategy, {"unsupported_features": {}})["unsupported_features"][u.feature] = entry
+            so.setdefault(u.strategy, {"unsupported_features": {}})["unsupported_features"][
+                u.feature
+            ] = entry
         out["strategy_overrides"] = so
     if ro.fixes:
-        out["fixes"] = [{"kind": f.kind, "fix": f.summary, "causes": list(f.causes),
-                         "works_from": f.works_from or None, "edits": [_edit_dict(e) for e in f.edits]}
-                        for f in ro.fixes]
+        out["fixes"] = [
+            {
+                "kind": f.kind,
+                "fix": f.summary,
+                "causes": list(f.causes),
+                "works_from": f.works_from or None,
+                "edits": [_edit_dict(e) for e in f.edits],
+            }
+            for f in ro.fixes
+        ]
     if ro.no_fix:
         out["no_fix"] = dict(ro.no_fix)
     return out
@@ -193,8 +216,16 @@ def edits_of(entry: dict[str, Any]) -> list[Edit]:
     out = []
     for f in entry.get("fixes", []):
         for e in f["edits"]:
-            out.append(Edit(e["op"], tuple(e["path"].split(".")), e.get("value"), old=e.get("old"),
-                            after=e.get("after"), comment=e.get("comment", "")))
+            out.append(
+                Edit(
+                    e["op"],
+                    tuple(e["path"].split(".")),
+                    e.get("value"),
+                    old=e.get("old"),
+                    after=e.get("after"),
+                    comment=e.get("comment", ""),
+                )
+            )
     return out
 
 
@@ -261,13 +292,20 @@ def render_yaml(doc: OverridesDoc) -> str:
                 out += [f"    {_s(strategy)}:", "      unsupported_features:"]
                 for feature, u in entry["unsupported_features"].items():
                     out.append(f"        {_s(feature)}:")
-                    out += [f"          {k}: {_flow(v) if k == 'modes' else _s(v)}" for k, v in u.items()]
+                    out += [
+                        f"          {k}: {_flow(v) if k == 'modes' else _s(v)}"
+                        for k, v in u.items()
+                    ]
         if "fixes" in d:
             out.append("  fixes:")
             for f in d["fixes"]:
-                out += [f"    - kind: {_s(f['kind'])}", f"      fix: {_s(f['fix'])}",
-                        f"      causes: {_flow(f['causes'])}", f"      works_from: {_s(f['works_from'])}",
-                        "      edits:"]
+                out += [
+                    f"    - kind: {_s(f['kind'])}",
+                    f"      fix: {_s(f['fix'])}",
+                    f"      causes: {_flow(f['causes'])}",
+                    f"      works_from: {_s(f['works_from'])}",
+                    "      edits:",
+                ]
                 out += [f"        - {json.dumps(e, ensure_ascii=False)}" for e in f["edits"]]
         if "no_fix" in d:
             out.append("  no_fix:")

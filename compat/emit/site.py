@@ -68,13 +68,50 @@ BUDGET_PAGES_AND_JSON = 5_000_000  # bytes of every .html and .json file togethe
 BUDGET_INDEX_PAGE = 300_000  # bytes of one index page
 
 #: The verdict columns the pages read.
-_ROW_KEYS = ("id", "vllm_version", "platform", "hardware", "recipe", "model_id", "variant",
-             "strategy", "feature", "mode", "status", "message", "reason", "evidence",
-             "gated", "pinned", "works_from", "argv", "chain", "judged", "profiles", "cause_id",
-             "command_id", "cause_kind", "cause")
-TEXT_COLUMNS = {"platform", "hardware", "variant", "strategy", "feature", "mode", "message",
-                "reason", "evidence", "works_from", "argv", "model_id", "profiles", "cause",
-                "cause_kind"}  # NULL reads as ''
+_ROW_KEYS = (
+    "id",
+    "vllm_version",
+    "platform",
+    "hardware",
+    "recipe",
+    "model_id",
+    "variant",
+    "strategy",
+    "feature",
+    "mode",
+    "status",
+    "message",
+    "reason",
+    "evidence",
+    "gated",
+    "pinned",
+    "works_from",
+    "argv",
+    "chain",
+    "judged",
+    "profiles",
+    "cause_id",
+    "command_id",
+    "cause_kind",
+    "cause",
+)
+TEXT_COLUMNS = {
+    "platform",
+    "hardware",
+    "variant",
+    "strategy",
+    "feature",
+    "mode",
+    "message",
+    "reason",
+    "evidence",
+    "works_from",
+    "argv",
+    "model_id",
+    "profiles",
+    "cause",
+    "cause_kind",
+}  # NULL reads as ''
 
 _STRATEGY_SHAPES = ("tp", "tep", "dep", "tp_dp", "tp_pp")
 _RELEASE_RE = re.compile(r"^\d+(\.\d+)+((a|b|rc)\d+)?(\.post\d+)?$")
@@ -95,10 +132,12 @@ class SiteReport:
     database_bytes: int = 0  # compat.db.gz
 
     def summary(self) -> str:
-        return (f"{self.pages} pages + verdicts.json {self.pages_and_json_bytes / 1e6:.2f} MB "
-                f"(largest index page {self.largest_index_bytes / 1e3:.0f} kB), compat.db.gz "
-                f"{self.database_bytes / 1e6:.1f} MB; {self.bytes / 1e6:.1f} MB written in "
-                f"{self.seconds:.1f}s")
+        return (
+            f"{self.pages} pages + verdicts.json {self.pages_and_json_bytes / 1e6:.2f} MB "
+            f"(largest index page {self.largest_index_bytes / 1e3:.0f} kB), compat.db.gz "
+            f"{self.database_bytes / 1e6:.1f} MB; {self.bytes / 1e6:.1f} MB written in "
+            f"{self.seconds:.1f}s"
+        )
 
 
 def build_site(db_path: Path, out_dir: Path, recipes_url: str = RECIPES_BLOB) -> SiteReport:
@@ -119,14 +158,26 @@ def build_site(db_path: Path, out_dir: Path, recipes_url: str = RECIPES_BLOB) ->
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    sizes = {p.relative_to(out_dir).as_posix(): p.stat().st_size
-             for p in out_dir.rglob("*") if p.is_file()}
+    sizes = {
+        p.relative_to(out_dir).as_posix(): p.stat().st_size
+        for p in out_dir.rglob("*")
+        if p.is_file()
+    }
     return SiteReport(
-        pages=pages, bytes=sum(sizes.values()), seconds=round(time.perf_counter() - started, 3),
+        pages=pages,
+        bytes=sum(sizes.values()),
+        seconds=round(time.perf_counter() - started, 3),
         pages_and_json_bytes=sum(n for p, n in sizes.items() if p.endswith((".html", ".json"))),
-        largest_index_bytes=max((n for p, n in sizes.items() if "/" not in p
-                                 and p.startswith("index") and p.endswith(".html")), default=0),
-        database_bytes=sizes.get("compat.db.gz", 0))
+        largest_index_bytes=max(
+            (
+                n
+                for p, n in sizes.items()
+                if "/" not in p and p.startswith("index") and p.endswith(".html")
+            ),
+            default=0,
+        ),
+        database_bytes=sizes.get("compat.db.gz", 0),
+    )
 
 
 # ---------------------------------------------------------------------------- output dir
@@ -136,8 +187,10 @@ def _check_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UserError("exists and is not a directory", where=str(out))
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise UserError("directory is not empty and was not built by `compat site`; "
-                        "refusing to replace it", where=str(out))
+        raise UserError(
+            "directory is not empty and was not built by `compat site`; refusing to replace it",
+            where=str(out),
+        )
 
 
 def _swap(tmp: Path, out: Path) -> None:
@@ -174,6 +227,7 @@ def _columns(db: Store, name: str) -> list[str]:
 @dataclass(frozen=True)
 class CauseView:
     """A cause as the pages show it: the recipe element, where it is, and its fix."""
+
     id: int | None
     kind: str
     label: str
@@ -232,13 +286,26 @@ def _load(db: Store, where: str) -> SiteData:
     causes: dict[int, CauseView] = {}
     if db.has_table("cause"):
         for c in db.causes():
-            causes[c.id or 0] = CauseView(c.id, c.kind or "", c.label or "", c.field or "", c.line or 0,
-                                          c.fix_kind or "", c.fix or "", c.fix_why or "",
-                                          c.works_from or "", c.finding or "")
+            causes[c.id or 0] = CauseView(
+                c.id,
+                c.kind or "",
+                c.label or "",
+                c.field or "",
+                c.line or 0,
+                c.fix_kind or "",
+                c.fix or "",
+                c.fix_why or "",
+                c.works_from or "",
+                c.finding or "",
+            )
     commands: dict[int, str] = {}
     if db.has_table("command"):
-        commands = {r["id"]: r["argv"] for r in db.dicts(
-            "SELECT id, argv FROM command WHERE id IN (SELECT command_id FROM verdict WHERE status <> 'ok')")}
+        commands = {
+            r["id"]: r["argv"]
+            for r in db.dicts(
+                "SELECT id, argv FROM command WHERE id IN (SELECT command_id FROM verdict WHERE status <> 'ok')"
+            )
+        }
     commits = {r.version: r.commit_id or "" for r in db.rows(Release, order="version")}
     return SiteData(rows=rows, commits=commits, causes=causes, commands=commands)
 
@@ -293,7 +360,7 @@ def fm_label(feature: str, mode: str) -> str:
 def _strategy_key(strategy: str) -> tuple:
     for group, prefix in enumerate(("single_node_", "multi_node_")):
         if strategy.startswith(prefix):
-            shape = strategy[len(prefix):]
+            shape = strategy[len(prefix) :]
             known = shape in _STRATEGY_SHAPES
             rank = _STRATEGY_SHAPES.index(shape) if known else len(_STRATEGY_SHAPES)
             return (group, rank, strategy)
@@ -333,9 +400,14 @@ class RecipeRef:
             provider, rest = "other", list(parts) or ["recipe"]
         rest[-1] = re.sub(r"\.ya?ml$", "", rest[-1])
         dirs = [_safe_component(provider)] + [_safe_component(p) for p in rest]
-        return cls(path=path, provider=provider, name=rest[-1],
-                   slug=_slug("-".join([provider, *rest])),
-                   href="recipes/" + "/".join(dirs) + ".html", depth=len(dirs))
+        return cls(
+            path=path,
+            provider=provider,
+            name=rest[-1],
+            slug=_slug("-".join([provider, *rest])),
+            href="recipes/" + "/".join(dirs) + ".html",
+            depth=len(dirs),
+        )
 
 
 # ---------------------------------------------------------------------------- evidence
@@ -397,8 +469,11 @@ def _command(raw: str) -> str:
     lines = []
     followers = 0
     for item in argvs:
-        role, argv = (item if isinstance(item, list) and len(item) == 2
-                      and isinstance(item[1], list) else ("", item))
+        role, argv = (
+            item
+            if isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)
+            else ("", item)
+        )
         if FOLLOWER_ROLE.match(str(role)):
             followers += 1  # a follower node: its lead's command, at another rank
             continue
@@ -406,7 +481,9 @@ def _command(raw: str) -> str:
             lines.append(f"# {role}")
         lines.append(command_line([str(a) for a in argv]) if isinstance(argv, list) else str(argv))
     if followers:
-        lines.append(f"# and {followers} follower node command(s) (--node-rank > 0): in compat.db.gz")
+        lines.append(
+            f"# and {followers} follower node command(s) (--node-rank > 0): in compat.db.gz"
+        )
     return "\n".join(lines)
 
 
@@ -427,7 +504,7 @@ def targets_text(pairs: Iterable[tuple[str, str]]) -> str:
 
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _worst(statuses: Iterable[str]) -> str:
@@ -453,6 +530,7 @@ def _combo(r: dict[str, Any]) -> tuple[str, ...]:
 @dataclass
 class Entry:
     """One feature mode in one matrix cell of an index view, over variants and hardware."""
+
     label: str
     status: str
     mixed: bool
@@ -464,6 +542,7 @@ class Entry:
 @dataclass
 class RowCause:
     """A cause listed under a recipe's name: what fails, where, and its fix."""
+
     status: str
     label: str
     finding: str
@@ -497,8 +576,9 @@ class IndexView:
     recipes: int
 
 
-def _entry(strategy: str, feature: str, mode: str, rows: list[dict[str, Any]],
-           causes: dict[int, CauseView]) -> Entry:
+def _entry(
+    strategy: str, feature: str, mode: str, rows: list[dict[str, Any]], causes: dict[int, CauseView]
+) -> Entry:
     status = _worst(r["status"] for r in rows)
     decisive = [r for r in rows if r["status"] == status]
     label = fm_label(feature, mode)
@@ -510,8 +590,9 @@ def _entry(strategy: str, feature: str, mode: str, rows: list[dict[str, Any]],
         # the fix kind and the first working release, the row's cause list the fix itself.
         parts = []
         if mixed:
-            parts.append(f"{status} on {len(decisive)} of {len(rows)} variant/hardware "
-                         "combinations")
+            parts.append(
+                f"{status} on {len(decisive)} of {len(rows)} variant/hardware combinations"
+            )
         found = list({c.label: c for r in decisive for c in _causes_of(r, causes)[:1]}.values())
         if found:
             parts.append("cause: " + "; ".join(c.label for c in found))
@@ -520,8 +601,15 @@ def _entry(strategy: str, feature: str, mode: str, rows: list[dict[str, Any]],
         works = _join_versions(r["works_from"] for r in decisive if r["works_from"])
         if status == "blocked":  # the hint says the fix kind and the first working release
             fixes = dict.fromkeys("fix: " + c.fix_kind if c.has_fix else "no fix" for c in found)
-            hint = " · ".join(filter(None, ["gated" if gated else " / ".join(fixes),
-                                            f"works from {works}" if works else ""]))
+            hint = " · ".join(
+                filter(
+                    None,
+                    [
+                        "gated" if gated else " / ".join(fixes),
+                        f"works from {works}" if works else "",
+                    ],
+                )
+            )
         if gated:
             parts.append("the recipe already gates this combination")
         title = "; ".join(parts)
@@ -548,18 +636,33 @@ def _row_causes(rows: list[dict[str, Any]], causes: dict[int, CauseView]) -> lis
             works = key.works_from or works
         else:
             label, finding, fix = "", key[1], ""
-        out.append(RowCause(status=status, label=label, finding=_clip(finding, FINDING_CLIP),
-                            fix=_clip(fix, CAUSE_FIX_CLIP), works_from=works, strategies=strategies,
-                            entries=entries))
+        out.append(
+            RowCause(
+                status=status,
+                label=label,
+                finding=_clip(finding, FINDING_CLIP),
+                fix=_clip(fix, CAUSE_FIX_CLIP),
+                works_from=works,
+                strategies=strategies,
+                entries=entries,
+            )
+        )
     out.sort(key=lambda c: (-status_rank(c.status), -c.entries, c.label))
     unknown = [c for c in out if c.status == "unknown"]
     if len(unknown) > 1:  # missing facts are many and alike: one line, by cause
         merged = RowCause(
-            status="unknown", label="", finding=_clip(", ".join(
-                f"{c.label or c.finding} ({c.entries})" for c in unknown), CAUSE_FIX_CLIP),
-            fix="", works_from="", entries=len({(r["strategy"], r["feature"], r["mode"])
-                                                for r in rows if r["status"] == "unknown"}),
-            strategies=sorted({s for c in unknown for s in c.strategies}, key=_strategy_key))
+            status="unknown",
+            label="",
+            finding=_clip(
+                ", ".join(f"{c.label or c.finding} ({c.entries})" for c in unknown), CAUSE_FIX_CLIP
+            ),
+            fix="",
+            works_from="",
+            entries=len(
+                {(r["strategy"], r["feature"], r["mode"]) for r in rows if r["status"] == "unknown"}
+            ),
+            strategies=sorted({s for c in unknown for s in c.strategies}, key=_strategy_key),
+        )
         out = [c for c in out if c.status != "unknown"] + [merged]
     return out
 
@@ -610,17 +713,29 @@ def _index_views(rows: list[dict[str, Any]]) -> list[IndexView]:
     for r in rows:
         if r["judged"]:
             recipes_at[r["vllm_version"]].add(r["recipe"])
-    views = [IndexView(PINNED_VIEW, index_page(PINNED_VIEW), "each recipe's pin",
-                       len({r["recipe"] for r in rows}))]
+    views = [
+        IndexView(
+            PINNED_VIEW,
+            index_page(PINNED_VIEW),
+            "each recipe's pin",
+            len({r["recipe"] for r in rows}),
+        )
+    ]
     if len(recipes_at) > 1:
-        views += [IndexView(v, index_page(v), v, len(recipes_at[v]))
-                  for v in sorted(recipes_at, key=release_key)]
+        views += [
+            IndexView(v, index_page(v), v, len(recipes_at[v]))
+            for v in sorted(recipes_at, key=release_key)
+        ]
     return views
 
 
-def _index_model(view: IndexView, by_recipe: dict[str, list[dict[str, Any]]],
-                 strategies: list[str], fm_order: dict[tuple[str, str], int],
-                 causes: dict[int, CauseView]) -> dict[str, Any]:
+def _index_model(
+    view: IndexView,
+    by_recipe: dict[str, list[dict[str, Any]]],
+    strategies: list[str],
+    fm_order: dict[tuple[str, str], int],
+    causes: dict[int, CauseView],
+) -> dict[str, Any]:
     providers: dict[str, list[IndexRow]] = defaultdict(list)
     counts: Counter[str] = Counter()
     for path, rows in by_recipe.items():
@@ -637,27 +752,36 @@ def _index_model(view: IndexView, by_recipe: dict[str, list[dict[str, Any]]],
             groups[(r["strategy"], r["feature"], r["mode"])].append(r)
         cells: dict[str, list[Entry]] = defaultdict(list)
         row_counts: Counter[str] = Counter()
-        for (strategy, feature, mode) in sorted(groups, key=lambda k: fm_order[(k[1], k[2])]):
+        for strategy, feature, mode in sorted(groups, key=lambda k: fm_order[(k[1], k[2])]):
             e = _entry(strategy, feature, mode, groups[(strategy, feature, mode)], causes)
             cells[strategy].append(e)
             row_counts[e.status] += 1
         counts.update(row_counts)
         model_ids = sorted({r["model_id"] for r in rows if r["model_id"]})
-        providers[ref.provider].append(IndexRow(
-            ref=ref, model_id=rows[0]["model_id"], releases=releases,
-            search=" ".join(m for m in model_ids if m != rows[0]["model_id"]).lower(),
-            cells=dict(cells),
-            counts=row_counts, causes=_row_causes(shown, causes)))
+        providers[ref.provider].append(
+            IndexRow(
+                ref=ref,
+                model_id=rows[0]["model_id"],
+                releases=releases,
+                search=" ".join(m for m in model_ids if m != rows[0]["model_id"]).lower(),
+                cells=dict(cells),
+                counts=row_counts,
+                causes=_row_causes(shown, causes),
+            )
+        )
     ordered = sorted(fm_order, key=fm_order.__getitem__)
     feature_options = [("base", "base command")]
     for f in dict.fromkeys(feature for feature, _ in ordered if feature):
         feature_options.append((f, f))
-        feature_options += [(fm_label(f, m), f"  {fm_label(f, m)}") for ff, m in ordered
-                            if ff == f and m]
+        feature_options += [
+            (fm_label(f, m), f"  {fm_label(f, m)}") for ff, m in ordered if ff == f and m
+        ]
     return {
         "view": view,
-        "providers": [(p, sorted(rs, key=lambda r: r.ref.name.lower()))
-                      for p, rs in sorted(providers.items(), key=lambda kv: kv[0].lower())],
+        "providers": [
+            (p, sorted(rs, key=lambda r: r.ref.name.lower()))
+            for p, rs in sorted(providers.items(), key=lambda kv: kv[0].lower())
+        ],
         "strategies": strategies,
         "counts": counts,
         "total": sum(counts.values()),
@@ -671,6 +795,7 @@ def _index_model(view: IndexView, by_recipe: dict[str, list[dict[str, Any]]],
 @dataclass
 class Note:
     """One finding at one release, shared by every cell whose rows say the same thing."""
+
     n: int
     status: str
     combos: list[tuple[str, str]]  # (feature mode label, strategy)
@@ -688,7 +813,7 @@ class Note:
 
     @property
     def heading(self) -> str:
-        """"spec_decoding:mtp on multi_node_tp_pp", or pairs when the combos are no product."""
+        """ "spec_decoding:mtp on multi_node_tp_pp", or pairs when the combos are no product."""
         labels = list(dict.fromkeys(label for label, _ in self.combos))
         strategies = list(dict.fromkeys(strategy for _, strategy in self.combos))
         if len(self.combos) == len(labels) * len(strategies):
@@ -697,12 +822,13 @@ class Note:
 
     @property
     def applies_text(self) -> str:
-        """"variant default (cuda: b200, h100; rocm); variant nvfp4 (cuda: b200)"."""
+        """ "variant default (cuda: b200, h100; rocm); variant nvfp4 (cuda: b200)"."""
         by_variant: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for variant, platform, hardware in self.applies:
             by_variant[variant].append((platform, hardware))
-        return "; ".join(f"variant {v or '(none)'} ({targets_text(t)})"
-                         for v, t in by_variant.items())
+        return "; ".join(
+            f"variant {v or '(none)'} ({targets_text(t)})" for v, t in by_variant.items()
+        )
 
     @property
     def more_commands(self) -> int:
@@ -712,6 +838,7 @@ class Note:
 @dataclass(frozen=True)
 class Hint:
     """What a blocked part of a cell says next to its status: cause, fix, first working release."""
+
     cause: str
     fix: str
     works_from: str
@@ -720,6 +847,7 @@ class Hint:
 @dataclass
 class Part:
     """The targets of a cell that share one status (all of them when they agree)."""
+
     status: str
     where: str
     notes: list[int]
@@ -774,18 +902,37 @@ class _NoteBook:
             if r["status"] == "ok":
                 continue
             chain = tuple(shown_steps(r["chain"]))
-            key = (r["status"], r["message"], r["reason"], r["evidence"], chain,
-                   r["works_from"], bool(r["gated"]), r["causes"], r["cause"])
+            key = (
+                r["status"],
+                r["message"],
+                r["reason"],
+                r["evidence"],
+                chain,
+                r["works_from"],
+                bool(r["gated"]),
+                r["causes"],
+                r["cause"],
+            )
             note = self.by_key.get(key)
             if note is None:
                 found = _causes_of(r, self.data.causes)
                 note = self.by_key[key] = Note(
-                    n=len(self.by_key) + 1, status=r["status"], combos=[], applies=[],
-                    reason=r["reason"], chain=list(chain), message=r["message"],
-                    evidence=evidence_links(r["evidence"], self.ref), works_from=r["works_from"],
-                    gated=bool(r["gated"]), causes=found,
-                    cause_links=[recipe_line_link(r["recipe"], c.line, self.recipes_url)
-                                 for c in found], commands=[])
+                    n=len(self.by_key) + 1,
+                    status=r["status"],
+                    combos=[],
+                    applies=[],
+                    reason=r["reason"],
+                    chain=list(chain),
+                    message=r["message"],
+                    evidence=evidence_links(r["evidence"], self.ref),
+                    works_from=r["works_from"],
+                    gated=bool(r["gated"]),
+                    causes=found,
+                    cause_links=[
+                        recipe_line_link(r["recipe"], c.line, self.recipes_url) for c in found
+                    ],
+                    commands=[],
+                )
             combo = (fm_label(r["feature"], r["mode"]), strategy_label(r["strategy"]))
             if combo not in note.combos:
                 note.combos.append(combo)
@@ -815,24 +962,32 @@ def _cell(rows: list[dict[str, Any]], book: _NoteBook) -> Cell:
     order = sorted(by_status, key=lambda s: -status_rank(s))
     parts = []
     for s in order:
-        where = targets_text(t for r in by_status[s] for t in targets_of(r)) \
-            if len(order) > 1 else ""
+        where = (
+            targets_text(t for r in by_status[s] for t in targets_of(r)) if len(order) > 1 else ""
+        )
         notes = book.cite(by_status[s])
         hints: list[Hint] = []
         if s == "blocked":
             for note in notes:
                 cause = note.causes[0] if note.causes else None
-                hint = Hint(cause=cause.label if cause else "",
-                            fix="gated" if note.gated else cause.fix_short if cause else "",
-                            works_from=note.works_from)
+                hint = Hint(
+                    cause=cause.label if cause else "",
+                    fix="gated" if note.gated else cause.fix_short if cause else "",
+                    works_from=note.works_from,
+                )
                 if hint not in hints:
                     hints.append(hint)
         parts.append(Part(status=s, where=where, notes=[n.n for n in notes], hints=hints))
     return Cell(status=order[0], parts=parts)
 
 
-def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], data: SiteData,
-                  fm_order: dict[tuple[str, str], int], recipes_url: str) -> dict[str, Any]:
+def _recipe_model(
+    ref: RecipeRef,
+    rows: list[dict[str, Any]],
+    data: SiteData,
+    fm_order: dict[tuple[str, str], int],
+    recipes_url: str,
+) -> dict[str, Any]:
     versions = sorted({r["vllm_version"] for r in rows}, key=release_key)
     pinned_versions = Counter(r["vllm_version"] for r in rows if r["pinned"])
     judged_versions = {r["vllm_version"] for r in rows if r["judged"]}
@@ -863,7 +1018,8 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], data: SiteData,
         for variant in sorted(by_variant, key=variant_order.__getitem__):
             vrows = by_variant[variant]
             grid: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
-                lambda: defaultdict(list))
+                lambda: defaultdict(list)
+            )
             for r in vrows:
                 grid[(r["feature"], r["mode"])][r["strategy"]].append(r)
             table_rows = []
@@ -888,19 +1044,37 @@ def _recipe_model(ref: RecipeRef, rows: list[dict[str, Any]], data: SiteData,
                     counts[c.status] += 1
                     cells.append(c)
                 table_rows.append((fm_label(feature, mode), fm_slug(feature, mode), cells))
-            tables.append(VariantTable(
-                name=variant, label=variant or "(no variant)",
-                model_ids=sorted({r["model_id"] for r in vrows if r["model_id"]}),
-                targets=targets_text(t for r in vrows for t in targets_of(r)),
-                pinned=any(r["pinned"] for r in vrows), rows=table_rows))
-        sections.append(ReleaseSection(
-            version=version, pinned=version in pinned_versions, is_default=version == default,
-            partial=bool(judged_versions) and version not in judged_versions, ref=ref_name,
-            strategies=[(s, strategy_slug(s)) for s in strategies], variants=tables,
-            notes=book.notes, counts=counts))
+            tables.append(
+                VariantTable(
+                    name=variant,
+                    label=variant or "(no variant)",
+                    model_ids=sorted({r["model_id"] for r in vrows if r["model_id"]}),
+                    targets=targets_text(t for r in vrows for t in targets_of(r)),
+                    pinned=any(r["pinned"] for r in vrows),
+                    rows=table_rows,
+                )
+            )
+        sections.append(
+            ReleaseSection(
+                version=version,
+                pinned=version in pinned_versions,
+                is_default=version == default,
+                partial=bool(judged_versions) and version not in judged_versions,
+                ref=ref_name,
+                strategies=[(s, strategy_slug(s)) for s in strategies],
+                variants=tables,
+                notes=book.notes,
+                counts=counts,
+            )
+        )
     model_ids = list(dict.fromkeys(r["model_id"] for r in rows if r["model_id"]))
-    return {"ref": ref, "model_ids": model_ids, "default": default,
-            "sections": sections, "pinned": sorted(pinned_versions, key=release_key)}
+    return {
+        "ref": ref,
+        "model_ids": model_ids,
+        "default": default,
+        "sections": sections,
+        "pinned": sorted(pinned_versions, key=release_key),
+    }
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -924,12 +1098,21 @@ def breakable(text: str) -> Markup:
 
 
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(site_dir() / "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                             undefined=jinja2.StrictUndefined)
-    env.globals.update(SYMBOLS=SYMBOLS, MEANINGS=MEANINGS, STATUSES=STATUSES,
-                       strategy_key=strategy_key, strategy_label=strategy_label,
-                       strategy_slug=strategy_slug)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(site_dir() / "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.globals.update(
+        SYMBOLS=SYMBOLS,
+        MEANINGS=MEANINGS,
+        STATUSES=STATUSES,
+        strategy_key=strategy_key,
+        strategy_label=strategy_label,
+        strategy_slug=strategy_slug,
+    )
     env.filters["breakable"] = breakable
     return env
 
@@ -952,18 +1135,22 @@ def _render_into(db_path: Path, out: Path, recipes_url: str) -> int:
     shipper.start()
     try:
         pages = _render_pages(data, out, recipes_url)
-        releases = sorted({r["vllm_version"] for r in data.rows} | set(data.commits),
-                          key=release_key)
-        write_verdicts(out / "verdicts.json", verdicts_document(
-            data.rows, {c: vars(v) for c, v in data.causes.items()}, releases))
+        releases = sorted(
+            {r["vllm_version"] for r in data.rows} | set(data.commits), key=release_key
+        )
+        write_verdicts(
+            out / "verdicts.json",
+            verdicts_document(data.rows, {c: vars(v) for c, v in data.causes.items()}, releases),
+        )
         (out / "metadata.yaml").write_text(datasette_metadata(tables), encoding="utf-8")
     finally:
         shipper.join()
     if shipped:
         raise shipped[0]
     snapshot.unlink()
-    (out / MARKER).write_text("built by `compat site`; this directory is replaced on rebuild\n",
-                              encoding="utf-8")
+    (out / MARKER).write_text(
+        "built by `compat site`; this directory is replaced on rebuild\n", encoding="utf-8"
+    )
     return pages
 
 
@@ -986,24 +1173,30 @@ def _render_pages(data: SiteData, out: Path, recipes_url: str) -> int:
     index = env.get_template("index.html")
     for view in views:
         model = _index_model(view, by_recipe, strategies, fm_order, data.causes)
-        (out / view.page).write_text(index.render(root="", views=views, **model, **common),
-                                     encoding="utf-8")
+        (out / view.page).write_text(
+            index.render(root="", views=views, **model, **common), encoding="utf-8"
+        )
     page = env.get_template("recipe.html")
     for path, recipe_rows in by_recipe.items():
         model = _recipe_model(RecipeRef.of(path), recipe_rows, data, fm_order, recipes_url)
         target = out / model["ref"].href
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(page.render(root="../" * model["ref"].depth, **model, **common),
-                          encoding="utf-8")
+        target.write_text(
+            page.render(root="../" * model["ref"].depth, **model, **common), encoding="utf-8"
+        )
     return len(views) + len(by_recipe)
 
 
 # ---------------------------------------------------------------------------- datasette
 
 TITLE = "vLLM recipes compatibility"
-DESCRIPTION = ("Which synthesized `vllm serve` commands of the vLLM recipes can start, per vLLM "
-               "release, read statically from each release's source. Start with v_verdict "
-               "(every combination) or v_finding (the non-ok ones).")
+DESCRIPTION = (
+    "Which synthesized `vllm serve` commands of the vLLM recipes can start, per vLLM "
+    "release, read statically from each release's source. Start with v_verdict "
+    "(every combination) or v_finding (the non-ok ones)."
+)
+
+
 def datasette_metadata(tables: dict[str, list[str]], db_name: str = "compat") -> str:
     """metadata.yaml for `datasette compat.db -m metadata.yaml`: titles and descriptions, from
     the one description of each table, view and column (compat.tables).
@@ -1023,6 +1216,10 @@ def datasette_metadata(tables: dict[str, list[str]], db_name: str = "compat") ->
             entry["columns"] = described
         if entry:
             entries[name] = entry
-    meta = {"title": TITLE, "description": DESCRIPTION, "source": "vllm-compat",
-            "databases": {db_name: {"title": TITLE, "description": DESCRIPTION, "tables": entries}}}
+    meta = {
+        "title": TITLE,
+        "description": DESCRIPTION,
+        "source": "vllm-compat",
+        "databases": {db_name: {"title": TITLE, "description": DESCRIPTION, "tables": entries}},
+    }
     return yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)

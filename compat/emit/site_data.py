@@ -25,17 +25,30 @@ from typing import Any
 from compat.vocab import release_key
 
 FORMAT = "vllm-compat/site-verdicts@2"
-FINDING_KEYS = ("status", "message", "reason", "evidence", "works_from", "gated", "cause_kind",
-                "cause", "causes")
+FINDING_KEYS = (
+    "status",
+    "message",
+    "reason",
+    "evidence",
+    "works_from",
+    "gated",
+    "cause_kind",
+    "cause",
+    "causes",
+)
 CAUSE_KEYS = ("kind", "label", "field", "line", "fix_kind", "fix", "fix_why", "works_from")
 GZIP_LEVEL = 6  # 59 MB -> 3.1 MB in about a second; 9 saves 3% for twice the time
 
 
 def ship_database(snapshot: Path, target: Path) -> None:
     """gzip `snapshot` into `target` (compat.db.gz), byte-identical across runs (mtime 0)."""
-    with snapshot.open("rb") as src, target.open("wb") as raw, \
-            gzip.GzipFile(filename="compat.db", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL,
-                          mtime=0) as dst:
+    with (
+        snapshot.open("rb") as src,
+        target.open("wb") as raw,
+        gzip.GzipFile(
+            filename="compat.db", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0
+        ) as dst,
+    ):
         shutil.copyfileobj(src, dst, 1 << 20)
 
 
@@ -46,8 +59,9 @@ def targets_of(row: dict[str, Any]) -> list[tuple[str, str]]:
     return [(row["platform"], row["hardware"])]
 
 
-def verdicts_document(rows: Iterable[dict[str, Any]], causes: dict[int, dict[str, Any]],
-                      releases: list[str]) -> dict[str, Any]:
+def verdicts_document(
+    rows: Iterable[dict[str, Any]], causes: dict[int, dict[str, Any]], releases: list[str]
+) -> dict[str, Any]:
     """The verdicts.json document for `rows` (the verdict table, one dict per row)."""
     findings: dict[tuple, int] = {}
     target_sets: dict[tuple, int] = {}
@@ -60,43 +74,58 @@ def verdicts_document(rows: Iterable[dict[str, Any]], causes: dict[int, dict[str
         for cid in r["causes"]:
             if cid in causes:
                 refs.append(cause_index.setdefault(cid, len(cause_index)))
-        key = (r["status"], r["message"], r["reason"], r["evidence"], r["works_from"],
-               int(bool(r["gated"])), r["cause_kind"], r["cause"], tuple(refs))
+        key = (
+            r["status"],
+            r["message"],
+            r["reason"],
+            r["evidence"],
+            r["works_from"],
+            int(bool(r["gated"])),
+            r["cause_kind"],
+            r["cause"],
+            tuple(refs),
+        )
         f = findings.setdefault(key, len(findings))
         fm = (f"{r['feature']}:{r['mode']}" if r["mode"] else r["feature"]) or "base"
         cell = cells.setdefault(
-            (r["recipe"], r["vllm_version"], r["variant"], r["strategy"], fm), {})
+            (r["recipe"], r["vllm_version"], r["variant"], r["strategy"], fm), {}
+        )
         cell.setdefault(f, []).extend(targets_of(r))
-        v = flags.setdefault((r["recipe"], r["vllm_version"], r["variant"]),
-                             {"model_id": r["model_id"], "pinned": 0, "judged": 0})
+        v = flags.setdefault(
+            (r["recipe"], r["vllm_version"], r["variant"]),
+            {"model_id": r["model_id"], "pinned": 0, "judged": 0},
+        )
         v["pinned"] = v["pinned"] or int(bool(r["pinned"]))
         v["judged"] = v["judged"] or int(bool(r["judged"]))
 
     recipes: dict[str, dict[str, Any]] = {}
     order = {v: i for i, v in enumerate(sorted({k[1] for k in flags}, key=release_key))}
     for (recipe, version, variant, strategy, fm), outcomes in sorted(
-            cells.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
+        cells.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])
+    ):
         by_release = recipes.setdefault(recipe, {"releases": {}})["releases"]
         v = by_release.setdefault(version, {}).get(variant)
         if v is None:
             v = by_release[version][variant] = {**flags[(recipe, version, variant)], "cells": {}}
         v["cells"].setdefault(strategy, {})[fm] = [
             [f, target_sets.setdefault(tuple(sorted(set(t))), len(target_sets))]
-            for f, t in outcomes.items()]
+            for f, t in outcomes.items()
+        ]
     cause_list: list[dict[str, Any]] = [{}] * len(cause_index)
     for cid, i in cause_index.items():
         cause_list[i] = {k: causes[cid][k] for k in CAUSE_KEYS}
     return {
         "format": FORMAT,
         "about": "One entry per matrix cell: recipes[recipe].releases[vllm].{variant}.cells"
-                 "[strategy][feature or feature:mode or 'base'] is a list of [finding, targets]: "
-                 "findings[finding] says what happens on the hardware targets[targets] lists "
-                 "([platform, hardware profile]; profile '' where the command does not depend "
-                 "on it). causes[i] is the recipe element a finding blames, with its fix. "
-                 "Reason chains and commands: compat.db.gz (table verdict).",
+        "[strategy][feature or feature:mode or 'base'] is a list of [finding, targets]: "
+        "findings[finding] says what happens on the hardware targets[targets] lists "
+        "([platform, hardware profile]; profile '' where the command does not depend "
+        "on it). causes[i] is the recipe element a finding blames, with its fix. "
+        "Reason chains and commands: compat.db.gz (table verdict).",
         "releases": releases,
-        "findings": [dict(zip(FINDING_KEYS, (*k[:-1], list(k[-1])), strict=True))
-                     for k in findings],
+        "findings": [
+            dict(zip(FINDING_KEYS, (*k[:-1], list(k[-1])), strict=True)) for k in findings
+        ],
         "causes": cause_list,
         "targets": [[list(p) for p in key] for key in target_sets],
         "recipes": recipes,
@@ -104,8 +133,9 @@ def verdicts_document(rows: Iterable[dict[str, Any]], causes: dict[int, dict[str
 
 
 def write_verdicts(path: Path, document: dict[str, Any]) -> None:
-    path.write_text(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8"
+    )
 
 
 def rows_of_document(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -123,10 +153,20 @@ def rows_of_document(doc: dict[str, Any]) -> list[dict[str, Any]]:
                         for f, t in outcomes:
                             finding = doc["findings"][f]
                             for platform, hardware in doc["targets"][t]:
-                                out.append({
-                                    "recipe": recipe, "vllm_version": version, "variant": variant,
-                                    "model_id": v["model_id"], "strategy": strategy,
-                                    "feature": feature, "mode": mode, "platform": platform,
-                                    "hardware": hardware, "pinned": v["pinned"],
-                                    "judged": v["judged"], **finding})
+                                out.append(
+                                    {
+                                        "recipe": recipe,
+                                        "vllm_version": version,
+                                        "variant": variant,
+                                        "model_id": v["model_id"],
+                                        "strategy": strategy,
+                                        "feature": feature,
+                                        "mode": mode,
+                                        "platform": platform,
+                                        "hardware": hardware,
+                                        "pinned": v["pinned"],
+                                        "judged": v["judged"],
+                                        **finding,
+                                    }
+                                )
     return out

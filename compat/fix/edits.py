@@ -43,8 +43,14 @@ class Edit:
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Edit:
-        return cls(op=raw["op"], path=tuple(raw["path"]), value=raw["value"], old=raw.get("old"),
-                   after=raw.get("after"), comment=raw.get("comment", ""))
+        return cls(
+            op=raw["op"],
+            path=tuple(raw["path"]),
+            value=raw["value"],
+            old=raw.get("old"),
+            after=raw.get("after"),
+            comment=raw.get("comment", ""),
+        )
 
     @property
     def where(self) -> str:
@@ -108,4 +114,4 @@ def apply(data: Any, edits: list[Edit]) -> Any:
 
 def _contains_run(items: list[Any], run: list[Any]) -> bool:
     n = len(run)
-    return any(items[i:i + n] == run for i in range(len(items) - n + 1))
+    return any(items[i : i + n] == run for i in range(len(items) - n + 1))

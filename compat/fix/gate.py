@@ -20,8 +20,9 @@ from compat.recipes.repo import Recipe
 KIND = "gate"
 
 
-def allowlist_for(recipe: str, data: dict[str, Any], feature: str, blocked: Iterable[str]
-                  ) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None, str]:
+def allowlist_for(
+    recipe: str, data: dict[str, Any], feature: str, blocked: Iterable[str]
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None, str]:
     """(allowlist, existing allowlist, why-not) for gating `feature` off `blocked` in a recipe.
 
     The allowlist is the recipe's effective strategies (`compatible_strategies` plus
@@ -32,18 +33,34 @@ def allowlist_for(recipe: str, data: dict[str, Any], feature: str, blocked: Iter
     features = data.get("features")
     feat = features.get(feature) if isinstance(features, dict) else None
     if not isinstance(feat, dict):
-        return None, None, f"features.{feature}: not in the recipe file (verdicts older than the recipe?)"
+        return (
+            None,
+            None,
+            f"features.{feature}: not in the recipe file (verdicts older than the recipe?)",
+        )
     current = feat.get("strategies")
     if "strategies" in feat and not isinstance(current, list):
-        return None, None, (f"features.{feature}.strategies is a {type(current).__name__}, which the "
-                            "synthesizer ignores; replace it by hand")
+        return (
+            None,
+            None,
+            (
+                f"features.{feature}.strategies is a {type(current).__name__}, which the "
+                "synthesizer ignores; replace it by hand"
+            ),
+        )
     existing = tuple(str(s) for s in current) if isinstance(current, list) and current else None
     effective = effective_compatible_strategies(Recipe(recipe, data))
     allow = tuple(s for s in effective if s not in blocked and (existing is None or s in existing))
     if not allow:
-        return None, existing, (f"features.{feature} is blocked on every strategy it is offered on "
-                                f"({', '.join(sorted(blocked))}); an empty `strategies` list means no gate "
-                                "to the synthesizer, so remove the feature or fix it by hand")
+        return (
+            None,
+            existing,
+            (
+                f"features.{feature} is blocked on every strategy it is offered on "
+                f"({', '.join(sorted(blocked))}); an empty `strategies` list means no gate "
+                "to the synthesizer, so remove the feature or fix it by hand"
+            ),
+        )
     return allow, existing, ""
 
 
@@ -53,28 +70,45 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
     feature = cause["element"].removeprefix("features.")
     strategies = list(dict.fromkeys(r.combo.strategy for r in blocked))
     for strategy in strategies:
-        working = [r for r in case.ungated() if r.combo.strategy == strategy and r.uses(feature) and r.starts]
+        working = [
+            r
+            for r in case.ungated()
+            if r.combo.strategy == strategy and r.uses(feature) and r.starts
+        ]
         if working:
             w = working[0].combo
             where = f"{w.feature or 'base command'}{':' + w.mode if w.mode else ''}, variant {w.variant}"
-            return (f"{feature} starts on {strategy} in {len(working)} command(s) (e.g. {where}); "
-                    "a whole-feature gate would take them away")
+            return (
+                f"{feature} starts on {strategy} in {len(working)} command(s) (e.g. {where}); "
+                "a whole-feature gate would take them away"
+            )
     allow, _existing, why = allowlist_for(case.path, case.recipe.data, feature, strategies)
     if allow is None:
         return why
-    unknown = sum(1 for r in case.ungated() if r.combo.strategy in strategies and r.uses(feature)
-                  and r.outcome.status == "unknown")
+    unknown = sum(
+        1
+        for r in case.ungated()
+        if r.combo.strategy in strategies and r.uses(feature) and r.outcome.status == "unknown"
+    )
     note = f"also gates {unknown} command(s) whose verdict is unknown" if unknown else ""
-    edit = Edit("set", ("features", feature, "strategies"), list(allow), after="description",
-                comment=_comment(cause, strategies, blocked))
+    edit = Edit(
+        "set",
+        ("features", feature, "strategies"),
+        list(allow),
+        after="description",
+        comment=_comment(cause, strategies, blocked),
+    )
     return Proposal(KIND, (edit,), f"gate {feature} off {', '.join(strategies)}", note=note)
 
 
 def _comment(cause: dict[str, Any], strategies: list[str], blocked: list[Row]) -> str:
     releases = ", ".join(dict.fromkeys(r.release for r in blocked))
     evidence = next((e for r in blocked for e in r.outcome.evidence if e), "")
-    return (f"vllm-compat: {cause['label']} cannot start on {', '.join(strategies)} at vLLM {releases}"
-            + (f" ({evidence})" if evidence else "") + f": {_short(cause['finding'])}")
+    return (
+        f"vllm-compat: {cause['label']} cannot start on {', '.join(strategies)} at vLLM {releases}"
+        + (f" ({evidence})" if evidence else "")
+        + f": {_short(cause['finding'])}"
+    )
 
 
 def _short(text: str, limit: int = 160) -> str:

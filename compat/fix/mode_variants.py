@@ -31,24 +31,40 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
     for variant in failing:
         works = [r for r in using if r.combo.variant == variant and r.starts]
         if works:
-            return (f"mode {mode} starts for variant {variant} on {works[0].combo.strategy}: "
-                    "the failure follows the strategy, not the variant")
+            return (
+                f"mode {mode} starts for variant {variant} on {works[0].combo.strategy}: "
+                "the failure follows the strategy, not the variant"
+            )
     if not any(r.starts for r in using if r.combo.variant not in failing):
-        return f"mode {mode} starts for no other variant: a variant restriction would leave it to none"
+        return (
+            f"mode {mode} starts for no other variant: a variant restriction would leave it to none"
+        )
     current = spec.get("variants")
-    offered = [v for v in (current if isinstance(current, list) and current else case.recipe.variants)
-               if isinstance(v, str)]
+    offered = [
+        v
+        for v in (current if isinstance(current, list) and current else case.recipe.variants)
+        if isinstance(v, str)
+    ]
     keep = [v for v in offered if v not in failing]
     if not keep:
         return f"every variant mode {mode} is offered to fails"
     for variant in failing:
         defaults = (case.recipe.variants.get(variant) or {}).get("default_modes")
         if isinstance(defaults, dict) and defaults.get(feature) == mode:
-            return (f"variants.{variant}.default_modes names {feature}: {mode}; the site's validator "
-                    "rejects a default mode the variant cannot use")
+            return (
+                f"variants.{variant}.default_modes names {feature}: {mode}; the site's validator "
+                "rejects a default mode the variant cannot use"
+            )
     releases = ", ".join(dict.fromkeys(r.release for r in blocked))
-    comment = (f"vllm-compat: {feature}:{mode} cannot start for {', '.join(failing)} at vLLM {releases}: "
-               f"{_short(cause['finding'])}")
-    edit = Edit("set", ("features", feature, "modes", mode, "variants"), keep, after="description",
-                comment=comment)
+    comment = (
+        f"vllm-compat: {feature}:{mode} cannot start for {', '.join(failing)} at vLLM {releases}: "
+        f"{_short(cause['finding'])}"
+    )
+    edit = Edit(
+        "set",
+        ("features", feature, "modes", mode, "variants"),
+        keep,
+        after="description",
+        comment=comment,
+    )
     return Proposal(KIND, (edit,), f"offer {feature}:{mode} only to {', '.join(keep)}")

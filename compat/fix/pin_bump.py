@@ -26,7 +26,11 @@ KIND = "pin_bump"
 def owner(case: Case, variant: str) -> tuple[str, ...]:
     """Path of the `min_vllm_version` a variant's commands are pinned by."""
     own = (case.recipe.variants.get(variant) or {}).get("min_vllm_version")
-    return ("variants", variant, "min_vllm_version") if own not in (None, "") else ("model", "min_vllm_version")
+    return (
+        ("variants", variant, "min_vllm_version")
+        if own not in (None, "")
+        else ("model", "min_vllm_version")
+    )
 
 
 def scopes(case: Case, blocked: list[Row]) -> dict[tuple[str, ...], list[str]]:
@@ -41,8 +45,11 @@ def scopes(case: Case, blocked: list[Row]) -> dict[tuple[str, ...], list[str]]:
         out.setdefault(owner(case, variant), []).append(variant)
     recipe_pin = ("model", "min_vllm_version")
     if recipe_pin in out:
-        pinned_by_recipe = [v for v in case.recipe.variants if owner(case, v) == recipe_pin
-                            and any(r.combo.variant == v for r in case.rows)]
+        pinned_by_recipe = [
+            v
+            for v in case.recipe.variants
+            if owner(case, v) == recipe_pin and any(r.combo.variant == v for r in case.rows)
+        ]
         if set(out[recipe_pin]) != set(pinned_by_recipe):
             for variant in out.pop(recipe_pin):
                 out[("variants", variant, "min_vllm_version")] = [variant]
@@ -55,8 +62,9 @@ def gone_at(ctx: Context, release: str, row: Row, finding_keys: tuple[str, ...])
     return o is not None and not any(("blocked", k) in o.keys for k in finding_keys)
 
 
-def target(case: Case, blocked: list[Row], ids: list[int], variants: list[str],
-           ctx: Context) -> tuple[str | None, str]:
+def target(
+    case: Case, blocked: list[Row], ids: list[int], variants: list[str], ctx: Context
+) -> tuple[str | None, str]:
     """(first release where the findings of causes `ids` no longer block `blocked`, and nothing in
     `variants` that starts at the old pin breaks; or None and why not).
 
@@ -75,15 +83,22 @@ def target(case: Case, blocked: list[Row], ids: list[int], variants: list[str],
 
     first = ctx.pool.first_release(old, cleared)
     if first is None:
-        return None, (f"no release after {old} on the {'index' if ctx.pool.exhaustive else 'scanned set'} "
-                      "accepts them")
-    working = [r.combo for r in case.ungated() if r.combo.variant in variants and r.starts
-               and r.release == old]
+        return None, (
+            f"no release after {old} on the {'index' if ctx.pool.exhaustive else 'scanned set'} "
+            "accepts them"
+        )
+    working = [
+        r.combo
+        for r in case.ungated()
+        if r.combo.variant in variants and r.starts and r.release == old
+    ]
     for release in [first, *ctx.pool.later(first)]:
         if cleared(release) and ctx.pool.starts(release, working):
             return release, ""
     broken = next((c for c in working if not ctx.pool.starts(first, [c])), None)
-    example = f" (e.g. {broken.strategy} {broken.feature or 'base'} {broken.variant})" if broken else ""
+    example = (
+        f" (e.g. {broken.strategy} {broken.feature or 'base'} {broken.variant})" if broken else ""
+    )
     return None, f"every release where they start breaks a command that starts at {old}{example}"
 
 
@@ -100,27 +115,47 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
         if release is None:
             return why
         old = mine[0].release
-        comment = (f"vllm-compat: vLLM {old} rejects it ({_short(cause['finding'], 120)}); "
-                   f"first release where it starts: {release}")
-        edits.append(Edit("set", path, release, after="model_id" if path[0] == "variants" else None,
-                          comment=comment))
+        comment = (
+            f"vllm-compat: vLLM {old} rejects it ({_short(cause['finding'], 120)}); "
+            f"first release where it starts: {release}"
+        )
+        edits.append(
+            Edit(
+                "set",
+                path,
+                release,
+                after="model_id" if path[0] == "variants" else None,
+                comment=comment,
+            )
+        )
         image_edits, note = docker_edits(case, path, old, release)
         edits += image_edits
         if note:
             notes.append(note)
-        unknown = sum(1 for r in mine if (o := ctx.pool.outcome(release, r.combo)) and o.status == "unknown")
+        unknown = sum(
+            1 for r in mine if (o := ctx.pool.outcome(release, r.combo)) and o.status == "unknown"
+        )
         if unknown:
-            notes.append(f"{unknown} of the {len(mine)} command(s) are unknown at {release} (a fact is missing)")
+            notes.append(
+                f"{unknown} of the {len(mine)} command(s) are unknown at {release} (a fact is missing)"
+            )
         releases.append(release)
     where = ", ".join(".".join(e.path) for e in edits if e.path[-1] == "min_vllm_version")
-    return Proposal(KIND, tuple(edits), f"bump {where} to {max(releases)}", works_from=max(releases),
-                    note="; ".join(notes))
+    return Proposal(
+        KIND,
+        tuple(edits),
+        f"bump {where} to {max(releases)}",
+        works_from=max(releases),
+        note="; ".join(notes),
+    )
 
 
 _TAG = re.compile(r"^(?P<prefix>v?)(?P<version>\d+(?:\.\d+)+)(?P<rest>.*)$")
 
 
-def docker_edits(case: Case, pin_path: tuple[str, ...], old: str, new: str) -> tuple[list[Edit], str]:
+def docker_edits(
+    case: Case, pin_path: tuple[str, ...], old: str, new: str
+) -> tuple[list[Edit], str]:
     """Edits that move vLLM image tags naming `old` to `new`, and a note for custom tags."""
     base = pin_path[:-1]
     node: Any = case.recipe.data
@@ -140,6 +175,9 @@ def docker_edits(case: Case, pin_path: tuple[str, ...], old: str, new: str) -> t
             edits.append(Edit("set", path, f"{repo}:{m.group('prefix')}{new}{m.group('rest')}"))
         elif docker_pin(ref) not in (None, "nightly") or (sep and tag not in ("latest", "nightly")):
             custom.append(f"{'.'.join(path)} {ref!r}")
-    note = (f"docker_image tag is custom, left as is: {', '.join(custom)}; check it runs vLLM >= {new}"
-            if custom else "")
+    note = (
+        f"docker_image tag is custom, left as is: {', '.join(custom)}; check it runs vLLM >= {new}"
+        if custom
+        else ""
+    )
     return edits, note

@@ -69,15 +69,27 @@ def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
     for cid in blocked:
         p = kept.get(cid)
         if p is None:
-            out[cid] = Planned("none", why="; ".join(reasons[cid]), works_from=works_from[cid] or "")
+            out[cid] = Planned(
+                "none", why="; ".join(reasons[cid]), works_from=works_from[cid] or ""
+            )
         else:
-            out[cid] = Planned(p.kind, p.summary, _merge([kept[cid]]), p.note,
-                               works_from=p.works_from or works_from[cid] or "")
+            out[cid] = Planned(
+                p.kind,
+                p.summary,
+                _merge([kept[cid]]),
+                p.note,
+                works_from=p.works_from or works_from[cid] or "",
+            )
     return out
 
 
-def _follow_up(case: Case, ctx: Context, kept: dict[int, Proposal], blocked: dict[int, list[Row]],
-               reasons: dict[int, list[str]]) -> None:
+def _follow_up(
+    case: Case,
+    ctx: Context,
+    kept: dict[int, Proposal],
+    blocked: dict[int, list[Row]],
+    reasons: dict[int, list[str]],
+) -> None:
     """Plan again on the recipe as the kept fixes leave it, at its new pin; attach what holds to the bump."""
     bump_ids = [cid for cid, p in kept.items() if p.kind == pin_bump.KIND]
     if not bump_ids:
@@ -93,15 +105,29 @@ def _follow_up(case: Case, ctx: Context, kept: dict[int, Proposal], blocked: dic
         extra = _merge([Proposal(p.kind, tuple(p.edits), p.summary) for p in fixes.values()])
         releases = None if case.pinned else sorted({r.release for r in case.rows}, key=release_key)
         targets = [(r, r.cause_keys.get(cid, ())) for cid in kept for r in blocked[cid]]
-        if rejudge(case, _merge([*kept.values(), Proposal("follow-up", tuple(extra), "")]), targets, ctx,
-                   releases).ok:
-            summary = f"{bump.summary}; there, " + "; ".join(dict.fromkeys(p.summary for p in fixes.values()))
+        if rejudge(
+            case,
+            _merge([*kept.values(), Proposal("follow-up", tuple(extra), "")]),
+            targets,
+            ctx,
+            releases,
+        ).ok:
+            summary = f"{bump.summary}; there, " + "; ".join(
+                dict.fromkeys(p.summary for p in fixes.values())
+            )
             bump = Proposal(bump.kind, (*bump.edits, *extra), summary, bump.works_from, note)
         else:
             leftover += list(fixes.values())
     if leftover:
-        note = "; ".join(x for x in (note, f"at {bump.works_from} {len(leftover)} other cause(s) still block "
-                                     "commands: " + " | ".join(p.why.split('; ')[0] for p in leftover[:3])) if x)
+        note = "; ".join(
+            x
+            for x in (
+                note,
+                f"at {bump.works_from} {len(leftover)} other cause(s) still block "
+                "commands: " + " | ".join(p.why.split("; ")[0] for p in leftover[:3]),
+            )
+            if x
+        )
         bump = Proposal(bump.kind, bump.edits, bump.summary, bump.works_from, note)
     for cid in bump_ids:
         kept[cid] = bump
@@ -127,8 +153,11 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
     ids: dict[tuple[str, str, str], int] = {}
     fallback = case.rows[0].release
     for c in enumerate_recipe(repo, recipe):
-        for release in ([ctx.release_for(c.vllm_pin, fallback)] if case.pinned
-                        else sorted({r.release for r in case.rows}, key=release_key)):
+        for release in (
+            [ctx.release_for(c.vllm_pin, fallback)]
+            if case.pinned
+            else sorted({r.release for r in case.rows}, key=release_key)
+        ):
             o = ctx.pool.outcome(release, c)
             judge = ctx.pool.judge_at(release)
             if o is None or judge is None:
@@ -136,8 +165,15 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
             cause_ids: list[int] = []
             keys: dict[int, tuple[str, ...]] = {}
             if o.status == "blocked" and not c.gated:
-                for cause in causes(c, o, judge, render,
-                                    gone_later=lambda k, c=c, r=release: ctx.pool.first_without(r, c, k) is not None):
+                for cause in causes(
+                    c,
+                    o,
+                    judge,
+                    render,
+                    gone_later=lambda k, c=c, r=release: (
+                        ctx.pool.first_without(r, c, k) is not None
+                    ),
+                ):
                     cid = ids.setdefault(cause.key, -(len(ids) + 1))
                     book.setdefault(cid, cause_row(cid, case.path, cause))
                     cause_ids.append(cid)
@@ -150,39 +186,62 @@ def _first_working(rows: list[Row], ctx: Context) -> str | None:
     return ctx.pool.first_working(rows[0].release, [r.combo for r in rows])
 
 
-def _plan_bump(case: Case, ctx: Context, ids: list[int], blocked: dict[int, list[Row]],
-               chosen: dict[int, Proposal], reasons: dict[int, list[str]]) -> None:
+def _plan_bump(
+    case: Case,
+    ctx: Context,
+    ids: list[int],
+    blocked: dict[int, list[Row]],
+    chosen: dict[int, Proposal],
+    reasons: dict[int, list[str]],
+) -> None:
     if not ids:
         return
     rows = list({id(r): r for cid in ids for r in blocked[cid]}.values())
-    merged = dict(case.causes[ids[0]], ids=ids, finding=case.causes[ids[0]]["finding"]
-                  + (f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""))
+    merged = dict(
+        case.causes[ids[0]],
+        ids=ids,
+        finding=case.causes[ids[0]]["finding"]
+        + (f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""),
+    )
     proposal = pin_bump.propose(case, merged, rows, ctx)
     if isinstance(proposal, Proposal):
         for cid in ids:
             chosen[cid] = proposal
         return
     for cid in ids:  # together they cannot move; maybe some can alone
-        alone = pin_bump.propose(case, case.causes[cid], blocked[cid], ctx) if len(ids) > 1 else proposal
+        alone = (
+            pin_bump.propose(case, case.causes[cid], blocked[cid], ctx)
+            if len(ids) > 1
+            else proposal
+        )
         if isinstance(alone, Proposal):
             chosen[cid] = alone
         else:
             reasons[cid].append(f"{pin_bump.KIND}: {alone}")
 
 
-def _prefer_bump_over_gates(chosen: dict[int, Proposal], blocked: dict[int, list[Row]], ctx: Context) -> None:
+def _prefer_bump_over_gates(
+    chosen: dict[int, Proposal], blocked: dict[int, list[Row]], ctx: Context
+) -> None:
     bumps = [p for p in chosen.values() if p.kind == pin_bump.KIND]
     if not bumps:
         return
     bump = max(bumps, key=lambda p: release_key(p.works_from))
     for cid, p in list(chosen.items()):
         if p.kind in (gate.KIND, mode_variants.KIND) and all(
-                pin_bump.gone_at(ctx, bump.works_from, r, r.cause_keys.get(cid, ())) for r in blocked[cid]):
+            pin_bump.gone_at(ctx, bump.works_from, r, r.cause_keys.get(cid, ()))
+            for r in blocked[cid]
+        ):
             chosen[cid] = bump
 
 
-def _verified(case: Case, ctx: Context, chosen: dict[int, Proposal], blocked: dict[int, list[Row]],
-              reasons: dict[int, list[str]]) -> dict[int, Proposal]:
+def _verified(
+    case: Case,
+    ctx: Context,
+    chosen: dict[int, Proposal],
+    blocked: dict[int, list[Row]],
+    reasons: dict[int, list[str]],
+) -> dict[int, Proposal]:
     """The proposals that hold when the edited recipe is judged again."""
     if not chosen:
         return {}
@@ -203,8 +262,13 @@ def _verified(case: Case, ctx: Context, chosen: dict[int, Proposal], blocked: di
             bad = alone.broken or alone.still_blocked
             key, status = next(iter(bad.items()))
             what = "would break" if alone.broken else "leaves blocked"
-            reasons[cid].append(f"{p.kind} fix failed re-judging: {what} {describe(key)} ({status}); not written")
-    if kept and not rejudge(case, _merge(list(kept.values())), targets(list(kept)), ctx, releases).ok:
+            reasons[cid].append(
+                f"{p.kind} fix failed re-judging: {what} {describe(key)} ({status}); not written"
+            )
+    if (
+        kept
+        and not rejudge(case, _merge(list(kept.values())), targets(list(kept)), ctx, releases).ok
+    ):
         for cid in kept:
             reasons[cid].append("fixes that hold alone fail together; not written")
         return {}
@@ -220,25 +284,42 @@ def _merge(proposals: list[Proposal]) -> list[Edit]:
         for e in p.edits:
             key = (*e.path, e.op, str(e.old))
             cur = by_key.get(key)
-            if cur is not None and e.path[-1] in ("strategies", "variants") and isinstance(e.value, list):
-                e = Edit(cur.op, cur.path, [v for v in cur.value if v in e.value], after=cur.after,
-                         comment=_joined(cur, e))
+            if (
+                cur is not None
+                and e.path[-1] in ("strategies", "variants")
+                and isinstance(e.value, list)
+            ):
+                e = Edit(
+                    cur.op,
+                    cur.path,
+                    [v for v in cur.value if v in e.value],
+                    after=cur.after,
+                    comment=_joined(cur, e),
+                )
             by_key[key] = e
     return list(by_key.values())
 
 
 def _joined(a: Edit, b: Edit) -> str:
-    return a.comment if b.comment in a.comment else f"{a.comment}; also {b.comment.removeprefix('vllm-compat: ')}"
+    return (
+        a.comment
+        if b.comment in a.comment
+        else f"{a.comment}; also {b.comment.removeprefix('vllm-compat: ')}"
+    )
 
 
-def build_cases(repo: Any, judged: dict[str, list[Row]], cause_rows: list[dict[str, Any]],
-                pinned: bool) -> list[Case]:
+def build_cases(
+    repo: Any, judged: dict[str, list[Row]], cause_rows: list[dict[str, Any]], pinned: bool
+) -> list[Case]:
     """One Case per recipe with a blocked, ungated command at the judged releases."""
     by_recipe: dict[str, dict[int, dict[str, Any]]] = {}
     for row in cause_rows:
         by_recipe.setdefault(row["recipe"], {})[row["id"]] = row
-    return [Case(path, repo.recipes[path], rows, by_recipe.get(path, {}), pinned=pinned)
-            for path, rows in judged.items() if path in repo.recipes and any(r.blocked for r in rows)]
+    return [
+        Case(path, repo.recipes[path], rows, by_recipe.get(path, {}), pinned=pinned)
+        for path, rows in judged.items()
+        if path in repo.recipes and any(r.blocked for r in rows)
+    ]
 
 
 def plan_all(cases: list[Case], ctx: Context, say: Any = None) -> dict[int, Planned]:

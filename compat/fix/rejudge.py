@@ -33,12 +33,19 @@ class Result:
 
 def keys(row: Row) -> list[Key]:
     c = row.combo
-    return [("", c.variant, c.strategy, c.feature, c.mode, c.platform, p)
-            for p in (c.profiles or (c.hardware,))]
+    return [
+        ("", c.variant, c.strategy, c.feature, c.mode, c.platform, p)
+        for p in (c.profiles or (c.hardware,))
+    ]
 
 
-def rejudge(case: Case, edits: list[Edit], targets: list[tuple[Row, tuple[str, ...]]], ctx: Context,
-            releases: list[str] | None = None) -> Result:
+def rejudge(
+    case: Case,
+    edits: list[Edit],
+    targets: list[tuple[Row, tuple[str, ...]]],
+    ctx: Context,
+    releases: list[str] | None = None,
+) -> Result:
     """Judge `case.recipe` with `edits` applied; check `targets` are fixed and nothing broke.
 
     A target (row, finding keys) is fixed when its command is gated, no longer offered, or
@@ -53,7 +60,10 @@ def rejudge(case: Case, edits: list[Edit], targets: list[tuple[Row, tuple[str, .
         at = releases or [ctx.release_for(c.vllm_pin, case.rows[0].release)]
         outcomes = [o for release in at if (o := ctx.pool.outcome(release, c)) is not None]
         for p in c.profiles or (c.hardware,):
-            after[("", c.variant, c.strategy, c.feature, c.mode, c.platform, p)] = (outcomes, c.gated)
+            after[("", c.variant, c.strategy, c.feature, c.mode, c.platform, p)] = (
+                outcomes,
+                c.gated,
+            )
     result = Result()
     for row, finding_keys in targets:
         for key in keys(row):
@@ -71,9 +81,19 @@ def rejudge(case: Case, edits: list[Edit], targets: list[tuple[Row, tuple[str, .
             continue
         for key in keys(r):
             outcomes, gated = after.get(key, ([], False))
-            if key not in after or gated or not outcomes or any(o.status not in STARTS for o in outcomes):
-                result.broken[key] = "gated" if gated else "absent" if key not in after else \
-                    next((o.status for o in outcomes if o.status not in STARTS), "not judged")
+            if (
+                key not in after
+                or gated
+                or not outcomes
+                or any(o.status not in STARTS for o in outcomes)
+            ):
+                result.broken[key] = (
+                    "gated"
+                    if gated
+                    else "absent"
+                    if key not in after
+                    else next((o.status for o in outcomes if o.status not in STARTS), "not judged")
+                )
     return result
 
 

@@ -42,8 +42,11 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
                 if known_flag(k, t) is not None or t.flag in renames or " " in t.raw:
                     continue  # (an item holding a space is split instead, below)
                 # a flag the command already passes is no respelling: it would be given twice
-                close = [f for f in difflib.get_close_matches(t.flag, list(k.flags), n=4, cutoff=CUTOFF)
-                         if f not in given][:2]
+                close = [
+                    f
+                    for f in difflib.get_close_matches(t.flag, list(k.flags), n=4, cutoff=CUTOFF)
+                    if f not in given
+                ][:2]
                 if len(close) == 1:
                     renames[t.flag] = close[0]
                 elif len(close) > 1:
@@ -53,12 +56,21 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
         return "no unknown flag with a single close spelling"
     for old, new in renames.items():
         for path, item in _items(case.recipe.data, element, old):
-            value = new + item[len(old):]  # keeps '=value'
-            edits.append(Edit("replace_item", path, value, old=item,
-                              comment=f"vllm-compat: vLLM {k.version} has no {old}; its flag is {new}"))
+            value = new + item[len(old) :]  # keeps '=value'
+            edits.append(
+                Edit(
+                    "replace_item",
+                    path,
+                    value,
+                    old=item,
+                    comment=f"vllm-compat: vLLM {k.version} has no {old}; its flag is {new}",
+                )
+            )
     if not edits:
         return f"{', '.join(renames)} not found in {element}'s args"
-    what = [f"{a} -> {b}" for a, b in renames.items()] + [f"split {e.old!r}" for e in edits if isinstance(e.value, list)]
+    what = [f"{a} -> {b}" for a, b in renames.items()] + [
+        f"split {e.old!r}" for e in edits if isinstance(e.value, list)
+    ]
     return Proposal(KIND, tuple(edits), "respell " + ", ".join(what))
 
 
@@ -78,9 +90,16 @@ def _splits(case: Case, element: str, blocked: list[Row], k: Any) -> list[Edit]:
                 seen.add(item)
                 for path, found in _items(case.recipe.data, element, item):
                     if found == item:
-                        out.append(Edit("replace_item", path, [head, rest.strip()], old=item,
-                                        comment=f"vllm-compat: {item!r} is one argv item; vLLM {k.version} "
-                                                "parses the flag and its value as two"))
+                        out.append(
+                            Edit(
+                                "replace_item",
+                                path,
+                                [head, rest.strip()],
+                                old=item,
+                                comment=f"vllm-compat: {item!r} is one argv item; vLLM {k.version} "
+                                "parses the flag and its value as two",
+                            )
+                        )
     return out
 
 

@@ -26,9 +26,9 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from compat.errors import UserError
-from compat.fix.edits import Edit, EditConflict, apply, loads
-from compat.fix.plan import _merge
 from compat.fix.context import Proposal
+from compat.fix.edits import Edit, EditConflict, apply
+from compat.fix.plan import _merge
 from compat.fix.yaml_edit import EditError, edit_recipe_text, load_data
 from compat.store import open_store
 from compat.tables import RecipeFile
@@ -43,11 +43,15 @@ class ApplyResult:
     dry_run: bool = False
 
 
-def planned_fixes(db_path: Path, only: Sequence[str] = ()) -> dict[str, list[tuple[str, str, list[Edit]]]]:
+def planned_fixes(
+    db_path: Path, only: Sequence[str] = ()
+) -> dict[str, list[tuple[str, str, list[Edit]]]]:
     """recipe -> [(fix kind, summary, edits)] stored by the build (cause table)."""
     with open_store(Path(db_path)) as db:
         if not db.has_table("cause"):
-            raise UserError("no fix plans in this database; run `compat build` first", where=str(db_path))
+            raise UserError(
+                "no fix plans in this database; run `compat build` first", where=str(db_path)
+            )
         causes = db.causes(order="recipe, id")
     out: dict[str, list[tuple[str, str, list[Edit]]]] = {}
     for c in causes:
@@ -61,8 +65,11 @@ def planned_fixes(db_path: Path, only: Sequence[str] = ()) -> dict[str, list[tup
 
 def recorded_hashes(db_path: Path) -> dict[str, str]:
     with open_store(Path(db_path)) as db:
-        return {r.path: r.sha256 for r in db.rows(RecipeFile, order="path")} if db.has_table("recipe_file") \
+        return (
+            {r.path: r.sha256 for r in db.rows(RecipeFile, order="path")}
+            if db.has_table("recipe_file")
             else {}
+        )
 
 
 def safe_path(root: Path, recipe: str) -> Path:
@@ -72,8 +79,9 @@ def safe_path(root: Path, recipe: str) -> Path:
     return root.joinpath(*rel.parts)
 
 
-def apply_fixes(db_path: Path, recipes_root: Path, *, dry_run: bool = False,
-                only: Sequence[str] = ()) -> ApplyResult:
+def apply_fixes(
+    db_path: Path, recipes_root: Path, *, dry_run: bool = False, only: Sequence[str] = ()
+) -> ApplyResult:
     """Write every planned fix into the recipe files under `recipes_root` (see the module doc)."""
     root = Path(recipes_root)
     if not root.is_dir():
@@ -85,7 +93,9 @@ def apply_fixes(db_path: Path, recipes_root: Path, *, dry_run: bool = False,
     for recipe, fixes in plans.items():
         path = safe_path(root, recipe)
         if not path.is_file():
-            raise UserError("the build judged this recipe, but the recipes root has no such file", where=recipe)
+            raise UserError(
+                "the build judged this recipe, but the recipes root has no such file", where=recipe
+            )
         raw = path.read_bytes()
         text = raw.decode("utf-8")
         edits = _merge([Proposal(kind, tuple(e), summary) for kind, summary, e in fixes])
@@ -93,8 +103,10 @@ def apply_fixes(db_path: Path, recipes_root: Path, *, dry_run: bool = False,
             data = load_data(text)
             want = apply(data, edits)
         except (yaml.YAMLError, EditConflict) as exc:
-            raise UserError(f"the recipe no longer has the shape the fixes were planned for ({exc})",
-                            where=recipe) from None
+            raise UserError(
+                f"the recipe no longer has the shape the fixes were planned for ({exc})",
+                where=recipe,
+            ) from None
         if want == data:
             continue  # already applied: a no-op
         if recipe in hashes and hashlib.sha256(raw).hexdigest() != hashes[recipe]:
@@ -106,9 +118,14 @@ def apply_fixes(db_path: Path, recipes_root: Path, *, dry_run: bool = False,
         new_texts[recipe] = (path, text, outcome.text)
         result.fixes[recipe] = [summary for _, summary, _ in fixes]
     for recipe, (path, old, new) in sorted(new_texts.items()):
-        result.diffs[recipe] = "".join(difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True),
-            fromfile=f"a/{recipe}", tofile=f"b/{recipe}"))
+        result.diffs[recipe] = "".join(
+            difflib.unified_diff(
+                old.splitlines(keepends=True),
+                new.splitlines(keepends=True),
+                fromfile=f"a/{recipe}",
+                tofile=f"b/{recipe}",
+            )
+        )
         result.changed_files.append(recipe)
     if not dry_run:
         write_files({path: new for path, _, new in new_texts.values()})
@@ -128,7 +145,9 @@ def write_files(texts: dict[Path, str]) -> None:
             os.chmod(tmp, mode)
             os.replace(tmp, path)
         except OSError as exc:
-            raise UserError(f"cannot write recipe: {exc.strerror or exc}", where=str(path)) from None
+            raise UserError(
+                f"cannot write recipe: {exc.strerror or exc}", where=str(path)
+            ) from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

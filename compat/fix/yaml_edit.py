@@ -97,8 +97,12 @@ def detect_indent(text: str) -> Indent:
                     first = v.value[0][0]
                     if first.start_mark.line > k.start_mark.line:
                         maps[first.start_mark.column - k.start_mark.column] += 1
-                elif (isinstance(v, yaml.SequenceNode) and not v.flow_style and v.value
-                      and v.start_mark.line > k.start_mark.line):
+                elif (
+                    isinstance(v, yaml.SequenceNode)
+                    and not v.flow_style
+                    and v.value
+                    and v.start_mark.line > k.start_mark.line
+                ):
                     offsets[v.start_mark.column - k.start_mark.column] += 1
                 walk(v)
         elif isinstance(node, yaml.SequenceNode):
@@ -249,7 +253,9 @@ class _Text:
         self.lines[at:at] = block
 
 
-def _set_list(t: _Text, key: yaml.Node, seq: yaml.SequenceNode, target: list[Any], comment: str) -> None:
+def _set_list(
+    t: _Text, key: yaml.Node, seq: yaml.SequenceNode, target: list[Any], comment: str
+) -> None:
     """A block list set to `target`: drop the lines of items it loses, insert lines for items it
     gains; kept items keep their lines (and comments). Items out of order are rewritten in place
     of the first, each kept item with its own line."""
@@ -287,8 +293,11 @@ def _set_list(t: _Text, key: yaml.Node, seq: yaml.SequenceNode, target: list[Any
     else:
         block = [line_of.get(str(v), fresh[str(v)]) for v in target]
         item_lines = {n.start_mark.line for n in items}
-        t.lines = [ln for i, ln in enumerate(t.lines[:first])] + block + [
-            ln for i, ln in enumerate(t.lines) if i >= first and i not in item_lines]
+        t.lines = (
+            [ln for i, ln in enumerate(t.lines[:first])]
+            + block
+            + [ln for i, ln in enumerate(t.lines) if i >= first and i not in item_lines]
+        )
     _comment_above(t, key, comment)
 
 
@@ -309,7 +318,9 @@ def _replace_span(t: _Text, node: yaml.Node, new: str) -> None:
 def _replace_item(t: _Text, e: Edit, key: yaml.Node | None, node: yaml.Node | None) -> None:
     if not isinstance(node, yaml.SequenceNode) or key is None:
         raise EditError(f"{e.where}: not a list")
-    item = next((n for n in node.value if isinstance(n, yaml.ScalarNode) and n.value == e.old), None)
+    item = next(
+        (n for n in node.value if isinstance(n, yaml.ScalarNode) and n.value == e.old), None
+    )
     if item is None:
         raise EditError(f"{e.where}: no item {e.old!r}")
     parts = e.value if isinstance(e.value, list) else [e.value]
@@ -329,12 +340,18 @@ def _delete_key(t: _Text, e: Edit, key: yaml.Node | None, node: yaml.Node | None
     if key is None or node is None:
         return  # already gone: a second apply is a no-op
     start, end = key.start_mark.line, _last_line(node)
-    if node.end_mark.column > 0 and t.lines[end][node.end_mark.column:].strip() not in ("",) and \
-            _comment_of(t.lines[end][node.end_mark.column:]) is None:
+    if (
+        node.end_mark.column > 0
+        and t.lines[end][node.end_mark.column :].strip() not in ("",)
+        and _comment_of(t.lines[end][node.end_mark.column :]) is None
+    ):
         raise EditError(f"{e.where}: shares its last line with other content; edit it by hand")
     # The key's own lines go; a comment line among them is the maintainer's and stays.
-    t.lines = [ln for i, ln in enumerate(t.lines)
-               if not (start <= i <= end and not _is_comment_or_blank(ln))]
+    t.lines = [
+        ln
+        for i, ln in enumerate(t.lines)
+        if not (start <= i <= end and not _is_comment_or_blank(ln))
+    ]
     if e.comment:
         t.insert(start, _comment_lines(e.comment, key.start_mark.column, t.nl))
 
@@ -375,18 +392,31 @@ def _edit_one(text: str, e: Edit) -> str:
         _delete_key(t, e, key, node)
     elif key is None or node is None:
         _add_key(t, e)
-    elif isinstance(e.value, list) and isinstance(node, yaml.SequenceNode) and not node.flow_style \
-            and node.value:
+    elif (
+        isinstance(e.value, list)
+        and isinstance(node, yaml.SequenceNode)
+        and not node.flow_style
+        and node.value
+    ):
         if not e.value:
-            raise EditError(f"{e.where}: refusing to write an empty list over a block list; edit it by hand")
+            raise EditError(
+                f"{e.where}: refusing to write an empty list over a block list; edit it by hand"
+            )
         _set_list(t, key, node, list(e.value), e.comment)
     else:
         if isinstance(node, yaml.MappingNode):
             raise EditError(f"{e.where}: is a mapping; edit it by hand")
-        if isinstance(node, yaml.SequenceNode) and node.flow_style and not isinstance(e.value, list):
+        if (
+            isinstance(node, yaml.SequenceNode)
+            and node.flow_style
+            and not isinstance(e.value, list)
+        ):
             raise EditError(f"{e.where}: is a list; edit it by hand")
-        new = _flow_text(e.value) if isinstance(e.value, list) else _scalar_text(
-            e.value, getattr(node, "style", None))
+        new = (
+            _flow_text(e.value)
+            if isinstance(e.value, list)
+            else _scalar_text(e.value, getattr(node, "style", None))
+        )
         _replace_span(t, node, new)
         _comment_above(t, key, e.comment)
     return t.text()
@@ -423,10 +453,16 @@ def _check(old: str, new: str, want: Any, edits: Sequence[Edit]) -> None:
         raise EditError(f"the edited file does not parse: {_one_line(str(exc))}") from None
     if got != want:
         raise EditError("the edited file does not parse to the original data plus the fixes")
-    values = {str(v) for e in edits for v in (e.value if isinstance(e.value, list) else [e.value])
-              if e.op != "delete"}
+    values = {
+        str(v)
+        for e in edits
+        for v in (e.value if isinstance(e.value, list) else [e.value])
+        if e.op != "delete"
+    }
     dropped = _dropped_items(old, edits)
-    old_items = {str(e.old) for e in edits if e.op == "replace_item"} | dropped | _listed_items(old, edits)
+    old_items = (
+        {str(e.old) for e in edits if e.op == "replace_item"} | dropped | _listed_items(old, edits)
+    )
     old_lines, new_lines = old.splitlines(), new.splitlines()
     removed: list[int] = []
     sm = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
@@ -434,13 +470,19 @@ def _check(old: str, new: str, want: Any, edits: Sequence[Edit]) -> None:
         if tag == "equal":
             continue
         for i in range(i1, i2):
-            if not _removed_ok(old_lines[i], edits, old_items) and not _is_comment_or_blank(old_lines[i]):
-                raise EditError(f"the edit would remove or rewrite an unrelated line: {old_lines[i]!r}")
+            if not _removed_ok(old_lines[i], edits, old_items) and not _is_comment_or_blank(
+                old_lines[i]
+            ):
+                raise EditError(
+                    f"the edit would remove or rewrite an unrelated line: {old_lines[i]!r}"
+                )
             removed.append(i)
         for line in new_lines[j1:j2]:
             if not _added_ok(line, edits, values):
                 raise EditError(f"the edit would add an unexpected line: {line!r}")
-    _check_comments(old, new, edits, {i for i in removed if _on_removed(old_lines[i], edits, dropped)})
+    _check_comments(
+        old, new, edits, {i for i in removed if _on_removed(old_lines[i], edits, dropped)}
+    )
 
 
 def _old_lists(old: str, edits: Sequence[Edit]) -> list[tuple[Edit, list[Any]]]:
@@ -484,8 +526,9 @@ def _check_comments(old: str, new: str, edits: Sequence[Edit], removed: set[int]
     deleted key); the only new comments are the edits' own."""
     lines = old.splitlines()
     before = Counter(c for _i, c in comments(old))
-    gone = Counter(c for i, c in comments(old)
-                   if i in removed and not lines[i].lstrip().startswith("#"))
+    gone = Counter(
+        c for i, c in comments(old) if i in removed and not lines[i].lstrip().startswith("#")
+    )
     after = Counter(c for _i, c in comments(new))
     own = Counter(f"# {_one_line(e.comment)}" for e in edits if e.comment)
     lost = (before - gone) - after

@@ -8,8 +8,6 @@ guess an architecture.
 
 from __future__ import annotations
 
-from compat.resources import data_dir, schema_dir
-
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ import jsonschema
 import yaml
 
 from compat.errors import UserError
+from compat.resources import data_dir, schema_dir
 
 REPO = data_dir().parent
 DEFAULT_CURATED = data_dir() / "model_configs.yaml"

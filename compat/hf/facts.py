@@ -85,10 +85,12 @@ class ModelFacts:
         return replace(self, model_id=model_id, **changes)
 
 
-def unknown(model_id: str, reason: str, notes: tuple[str, ...] = (),
-            candidates: tuple[str, ...] = ()) -> ModelFacts:
-    return ModelFacts(model_id=model_id, status="unknown", reason=reason, notes=notes,
-                      candidates=candidates)
+def unknown(
+    model_id: str, reason: str, notes: tuple[str, ...] = (), candidates: tuple[str, ...] = ()
+) -> ModelFacts:
+    return ModelFacts(
+        model_id=model_id, status="unknown", reason=reason, notes=notes, candidates=candidates
+    )
 
 
 def text_config_of(config: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +141,11 @@ def num_experts_of(text_config: dict[str, Any]) -> int:
 
 
 def facts_from_config(
-    model_id: str, config: dict[str, Any], *, source: Source, provenance: str,
+    model_id: str,
+    config: dict[str, Any],
+    *,
+    source: Source,
+    provenance: str,
     revision: str | None = None,
 ) -> ModelFacts:
     """Facts read off a real config.json dict (not inferred)."""

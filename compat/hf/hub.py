@@ -27,8 +27,17 @@ TIMEOUT = 10.0  # seconds for the metadata request (huggingface_hub's own defaul
 WORKERS = 8
 _SHA = re.compile(r"[0-9a-f]{40}")
 
-Kind = Literal["ok", "gated", "unauthorized", "not_found", "no_config", "timeout",
-               "invalid_json", "offline", "error"]
+Kind = Literal[
+    "ok",
+    "gated",
+    "unauthorized",
+    "not_found",
+    "no_config",
+    "timeout",
+    "invalid_json",
+    "offline",
+    "error",
+]
 
 
 @dataclass(frozen=True)
@@ -76,14 +85,18 @@ def classify(model_id: str, exc: BaseException, offline: bool) -> tuple[Kind, st
     for e in chain:
         if isinstance(e, GatedRepoError):
             code = _status(e) or 401
-            return "gated", (f"hub: {model_id} is gated (HTTP {code}): accept its terms on the Hub "
-                             f"and set HF_TOKEN or run `hf auth login`")
+            return "gated", (
+                f"hub: {model_id} is gated (HTTP {code}): accept its terms on the Hub "
+                f"and set HF_TOKEN or run `hf auth login`"
+            )
     for e in chain:
         if isinstance(e, RepositoryNotFoundError):
             code = _status(e)
             if code in (401, 403):
-                return "unauthorized", (f"hub: {model_id} is private or does not exist (HTTP {code}); "
-                                        f"a token with access may be needed")
+                return "unauthorized", (
+                    f"hub: {model_id} is private or does not exist (HTTP {code}); "
+                    f"a token with access may be needed"
+                )
             return "not_found", f"hub: no repository {model_id} (HTTP {code or 404})"
         if isinstance(e, RevisionNotFoundError):
             return "not_found", f"hub: {model_id} has no such revision (HTTP {_status(e) or 404})"
@@ -94,7 +107,10 @@ def classify(model_id: str, exc: BaseException, offline: bool) -> tuple[Kind, st
         if isinstance(e, TimeoutError) or "Timeout" in name:
             return "timeout", f"hub: timed out fetching {FILENAME} of {model_id}"
     if offline or any(isinstance(e, OfflineModeIsEnabled) for e in chain):
-        return "offline", f"hub: offline (HF_HUB_OFFLINE) and {model_id} has no {FILENAME} in the HF cache"
+        return (
+            "offline",
+            f"hub: offline (HF_HUB_OFFLINE) and {model_id} has no {FILENAME} in the HF cache",
+        )
     for e in chain:
         code = _status(e)
         if code:
@@ -128,9 +144,16 @@ class HubClient:
     Tests pass them explicitly.
     """
 
-    def __init__(self, *, endpoint: str | None = None, cache_dir: Path | None = None,
-                 token: str | bool | None = None, offline: bool | None = None,
-                 timeout: float = TIMEOUT, workers: int = WORKERS) -> None:
+    def __init__(
+        self,
+        *,
+        endpoint: str | None = None,
+        cache_dir: Path | None = None,
+        token: str | bool | None = None,
+        offline: bool | None = None,
+        timeout: float = TIMEOUT,
+        workers: int = WORKERS,
+    ) -> None:
         self.endpoint = endpoint.rstrip("/") if endpoint else None
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.token = token
@@ -171,10 +194,18 @@ class HubClient:
                     return HubResult(model_id, failure[0], reason=failure[1])
                 unreachable = failure
         try:
-            path = Path(hf_hub_download(
-                model_id, FILENAME, revision=revision, cache_dir=self.cache_dir,
-                token=self.token, endpoint=self.endpoint, etag_timeout=self.timeout,
-                local_files_only=self.offline or unreachable is not None))
+            path = Path(
+                hf_hub_download(
+                    model_id,
+                    FILENAME,
+                    revision=revision,
+                    cache_dir=self.cache_dir,
+                    token=self.token,
+                    endpoint=self.endpoint,
+                    etag_timeout=self.timeout,
+                    local_files_only=self.offline or unreachable is not None,
+                )
+            )
         except Exception as exc:  # noqa: BLE001 (every failure becomes a reason; see classify)
             kind, reason = unreachable or classify(model_id, exc, self.offline)
             return HubResult(model_id, kind, reason=reason)
@@ -186,16 +217,25 @@ class HubClient:
             return HubResult(model_id, "invalid_json", revision=sha, reason=why)
         return HubResult(model_id, "ok", config=config, revision=sha, url=self.url(model_id, sha))
 
-    def _commit_of(self, model_id: str, revision: str | None) -> tuple[str | None, tuple[Kind, str] | None]:
+    def _commit_of(
+        self, model_id: str, revision: str | None
+    ) -> tuple[str | None, tuple[Kind, str] | None]:
         from huggingface_hub import get_hf_file_metadata
 
         try:
-            meta = get_hf_file_metadata(self.url(model_id, revision), token=self.token,
-                                        timeout=self.timeout, endpoint=self.endpoint)
+            meta = get_hf_file_metadata(
+                self.url(model_id, revision),
+                token=self.token,
+                timeout=self.timeout,
+                endpoint=self.endpoint,
+            )
         except Exception as exc:  # noqa: BLE001
             return None, classify(model_id, exc, False)
         if not meta.commit_hash:
-            return None, ("error", f"hub: no X-Repo-Commit header for {model_id}: not a Hub endpoint?")
+            return None, (
+                "error",
+                f"hub: no X-Repo-Commit header for {model_id}: not a Hub endpoint?",
+            )
         return meta.commit_hash, None
 
     def upstream_revision(self, model_id: str) -> tuple[str | None, str | None]:
@@ -205,8 +245,13 @@ class HubClient:
         sha, failure = self._commit_of(model_id, None)
         return sha, failure[1] if failure else None
 
-    def fetch_many(self, model_ids: Iterable[str], *, progress: bool = True,
-                   fetch: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    def fetch_many(
+        self,
+        model_ids: Iterable[str],
+        *,
+        progress: bool = True,
+        fetch: Callable[[str], Any] | None = None,
+    ) -> dict[str, Any]:
         """`fetch` (default: config.json) for every id, `workers` at a time, with a rich progress
         bar on stderr when it is a terminal. Returns {id: result} in the order given."""
         ids = list(dict.fromkeys(model_ids))
@@ -215,8 +260,10 @@ class HubClient:
         if not ids:
             return results
         _quiet_hf_bars()
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(ids))) as pool, \
-                _bar(len(ids), progress) as advance:
+        with (
+            ThreadPoolExecutor(max_workers=min(self.workers, len(ids))) as pool,
+            _bar(len(ids), progress) as advance,
+        ):
             for mid, res in zip(ids, pool.map(one, ids)):
                 results[mid] = res
                 advance()
@@ -241,8 +288,13 @@ class _bar:
         if enabled and console.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-            self._progress = Progress(TextColumn("HF Hub config.json"), BarColumn(),
-                                      MofNCompleteColumn(), console=console, transient=True)
+            self._progress = Progress(
+                TextColumn("HF Hub config.json"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                console=console,
+                transient=True,
+            )
             self._task = self._progress.add_task("hub", total=total)
 
     def __enter__(self) -> Callable[[], None]:

@@ -41,18 +41,44 @@ from compat.sources.tree import VllmTree
 
 LOCK_VERSION = 1
 SCHEMA = schema_dir() / "model_facts_lock.schema.json"
-FACT_FIELDS = ("architectures", "model_type", "text_model_type", "num_nextn_predict_layers",
-               "num_experts", "is_moe", "use_mla", "num_attention_heads", "num_key_value_heads")
+FACT_FIELDS = (
+    "architectures",
+    "model_type",
+    "text_model_type",
+    "num_nextn_predict_layers",
+    "num_experts",
+    "is_moe",
+    "use_mla",
+    "num_attention_heads",
+    "num_key_value_heads",
+)
 # config.json keys compat.hf.facts and compat.verdict read, whatever the release.
-READ_KEYS = frozenset({
-    "architectures", "model_type", "num_nextn_predict_layers", "num_attention_heads",
-    "kv_lora_rank", "block_configs", "block_type", "n_routed_experts", "quantization_config",
-    "speculators_model_type", "speculators_config", "transformer_layer_config",
-    *EXPERT_KEYS, *KV_HEAD_KEYS, *TEXT_CONFIG_KEYS, "llm_config", "language_config",
-})
+READ_KEYS = frozenset(
+    {
+        "architectures",
+        "model_type",
+        "num_nextn_predict_layers",
+        "num_attention_heads",
+        "kv_lora_rank",
+        "block_configs",
+        "block_type",
+        "n_routed_experts",
+        "quantization_config",
+        "speculators_model_type",
+        "speculators_config",
+        "transformer_layer_config",
+        *EXPERT_KEYS,
+        *KV_HEAD_KEYS,
+        *TEXT_CONFIG_KEYS,
+        "llm_config",
+        "language_config",
+    }
+)
 # Functions run on a config in the sandbox: (file, function name or decorator name).
-SANDBOXED = (("vllm/config/speculative.py", "hf_config_override"),
-             ("vllm/transformers_utils/configs/speculators/algos.py", "register_speculator"))
+SANDBOXED = (
+    ("vllm/config/speculative.py", "hf_config_override"),
+    ("vllm/transformers_utils/configs/speculators/algos.py", "register_speculator"),
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -68,15 +94,20 @@ def sandbox_keys(trees: Sequence[VllmTree]) -> set[str]:
             for fn in ast.walk(module):
                 if not isinstance(fn, ast.FunctionDef):
                     continue
-                decorated = any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == fn_name
-                                for d in fn.decorator_list)
+                decorated = any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", "") == fn_name
+                    for d in fn.decorator_list
+                )
                 if fn.name != fn_name and not decorated:
                     continue
                 for node in ast.walk(fn):
                     if isinstance(node, ast.Attribute):
                         names.add(node.attr)
-                    elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                            and _NAME.fullmatch(node.value):
+                    elif (
+                        isinstance(node, ast.Constant)
+                        and isinstance(node.value, str)
+                        and _NAME.fullmatch(node.value)
+                    ):
                         names.add(node.value)
     return names
 
@@ -112,8 +143,10 @@ def entry_of(facts: ModelFacts, keys: frozenset[str] | set[str], date: str) -> d
         "base_model_id": facts.base_model_id,
         "notes": list(facts.notes),
         "candidates": list(facts.candidates),
-        "facts": {f: (list(getattr(facts, f)) if f == "architectures" else getattr(facts, f))
-                  for f in FACT_FIELDS},
+        "facts": {
+            f: (list(getattr(facts, f)) if f == "architectures" else getattr(facts, f))
+            for f in FACT_FIELDS
+        },
         "config": config_subset(facts.config, keys) if facts.config is not None else None,
     }
 
@@ -124,16 +157,25 @@ def facts_of(model_id: str, entry: dict[str, Any], label: str) -> ModelFacts:
     where = " ".join(x for x in (entry.get("source"), entry.get("provenance")) if x)
     where = f"{label}: {where}" if entry.get("source") else label
     return ModelFacts(
-        model_id=model_id, status=entry["status"], reason=entry.get("reason"),
-        architectures=tuple(f.get("architectures") or ()), model_type=f.get("model_type"),
+        model_id=model_id,
+        status=entry["status"],
+        reason=entry.get("reason"),
+        architectures=tuple(f.get("architectures") or ()),
+        model_type=f.get("model_type"),
         text_model_type=f.get("text_model_type"),
         num_nextn_predict_layers=f.get("num_nextn_predict_layers"),
-        num_experts=f.get("num_experts"), is_moe=f.get("is_moe"), use_mla=f.get("use_mla"),
+        num_experts=f.get("num_experts"),
+        is_moe=f.get("is_moe"),
+        use_mla=f.get("use_mla"),
         num_attention_heads=f.get("num_attention_heads"),
         num_key_value_heads=f.get("num_key_value_heads"),
-        config=entry.get("config"), source=entry.get("source"), provenance=where,
-        revision=entry.get("revision"), inferred=bool(entry.get("inferred")),
-        base_model_id=entry.get("base_model_id"), notes=tuple(entry.get("notes") or ()),
+        config=entry.get("config"),
+        source=entry.get("source"),
+        provenance=where,
+        revision=entry.get("revision"),
+        inferred=bool(entry.get("inferred")),
+        base_model_id=entry.get("base_model_id"),
+        notes=tuple(entry.get("notes") or ()),
         candidates=tuple(entry.get("candidates") or ()),
     )
 
@@ -183,22 +225,31 @@ def read_lock(path: Path) -> FactsLock:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read the facts lock: {type(exc).__name__}: "
-                        f"{getattr(exc, 'strerror', None) or exc}", where=label) from None
+        raise UserError(
+            f"cannot read the facts lock: {type(exc).__name__}: "
+            f"{getattr(exc, 'strerror', None) or exc}",
+            where=label,
+        ) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
-                        where=label) from None
+        raise UserError(
+            f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", where=label
+        ) from None
     _validate(doc, label)
     return FactsLock(Path(path), doc)
 
 
-def build_lock(facts: Iterable[ModelFacts], keys: set[str], sources: dict[str, Any],
-               previous: FactsLock | None = None, today: str | None = None) -> dict[str, Any]:
+def build_lock(
+    facts: Iterable[ModelFacts],
+    keys: set[str],
+    sources: dict[str, Any],
+    previous: FactsLock | None = None,
+    today: str | None = None,
+) -> dict[str, Any]:
     """The lock document. An entry unchanged since `previous` keeps its date, so re-locking
     an unchanged checkout changes nothing."""
-    date = today or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    date = today or dt.datetime.now(dt.UTC).date().isoformat()
     models: dict[str, Any] = {}
     for f in sorted(facts, key=lambda x: x.model_id.casefold()):
         entry = entry_of(f, keys, date)
@@ -206,8 +257,13 @@ def build_lock(facts: Iterable[ModelFacts], keys: set[str], sources: dict[str, A
         if old is not None and {**old[1], "date": date} == entry:
             entry["date"] = old[1]["date"]
         models[f.model_id] = entry
-    doc = {"lock_version": LOCK_VERSION, "generator": "vllm-compat", "sources": sources,
-           "config_keys": sorted(keys), "models": models}
+    doc = {
+        "lock_version": LOCK_VERSION,
+        "generator": "vllm-compat",
+        "sources": sources,
+        "config_keys": sorted(keys),
+        "models": models,
+    }
     _validate(doc, "model facts lock (internal)")
     return doc
 

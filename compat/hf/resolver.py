@@ -27,7 +27,6 @@ No hit: status "unknown" with the reasons each source gave, never a guess.
 
 from __future__ import annotations
 
-
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -49,7 +48,6 @@ from compat.vocab import release_key
 
 TRANSFORMERS_TYPES = DEFAULT_CURATED.parent / "transformers_model_types.json"
 SOURCES = ("local", "hub", "curated", "vllm-tests", "transformers", "vllm-docs", "derived")
-
 
 
 class ModelResolver:
@@ -222,8 +220,9 @@ class ModelResolver:
             if why:
                 notes.append(why)
             return None
-        return facts_from_config(model_id, config, source="local", provenance=rel,
-                                 revision=snapshot_revision(rel))
+        return facts_from_config(
+            model_id, config, source="local", provenance=rel, revision=snapshot_revision(rel)
+        )
 
     def prefetch(self, model_ids: Iterable[str], progress: bool = True) -> None:
         """Ask the Hub for every id at once (concurrently) before resolving them one by one.
@@ -235,7 +234,10 @@ class ModelResolver:
             key = mid.casefold()
             if key in self._hub_cache or (self.lock is not None and self.lock.get(mid)):
                 continue
-            if self.hf_config_dir is not None and load_local(self.hf_config_dir, mid)[0] is not None:
+            if (
+                self.hf_config_dir is not None
+                and load_local(self.hf_config_dir, mid)[0] is not None
+            ):
                 continue
             todo.append(mid)
         for mid, res in self.hub.fetch_many(todo, progress=progress).items():
@@ -262,8 +264,9 @@ class ModelResolver:
             misses.append(res.reason or "hub: no config")
             notes.append(res.reason or "hub: no config")
             return None
-        return facts_from_config(model_id, res.config, source="hub", provenance=res.url,
-                                 revision=res.revision)
+        return facts_from_config(
+            model_id, res.config, source="hub", provenance=res.url, revision=res.revision
+        )
 
     def _from_curated(
         self, model_id: str, misses: list[str], notes: list[str]
@@ -407,7 +410,9 @@ class ModelResolver:
             notes=tnotes,
         )
 
-    def _from_transformers(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
+    def _from_transformers(
+        self, model_id: str, misses: list[str], notes: list[str]
+    ) -> ModelFacts | None:
         if self.checkpoints is None:
             return None
         hit, why = self.checkpoints.lookup(model_id)
@@ -418,23 +423,37 @@ class ModelResolver:
         if len(hit.architectures) != 1:
             if hit.architectures:
                 self._candidates.setdefault(model_id.casefold(), set()).update(hit.architectures)
-            misses.append(f"{where}: model_type {hit.model_type!r}, which transformers' generation mappings "
-                          f"give {len(hit.architectures) or 'no'} classes ({', '.join(hit.architectures)})")
+            misses.append(
+                f"{where}: model_type {hit.model_type!r}, which transformers' generation mappings "
+                f"give {len(hit.architectures) or 'no'} classes ({', '.join(hit.architectures)})"
+            )
             return None
-        own = [f"architecture from transformers {self.checkpoints.version}'s auto mapping for "
-               f"{hit.model_type!r}, not from the checkpoint's config.json"]
+        own = [
+            f"architecture from transformers {self.checkpoints.version}'s auto mapping for "
+            f"{hit.model_type!r}, not from the checkpoint's config.json"
+        ]
         _, ambiguous, _ = self.tests.architecture(model_id) if self.trees else (None, [], [])
         if ambiguous:  # vLLM's tests name candidates: transformers may pick one of them, no other
             if hit.architectures[0] not in ambiguous:
-                misses.append(f"{where} gives {hit.architectures[0]} but vLLM tests list "
-                              f"{', '.join(ambiguous)}")
+                misses.append(
+                    f"{where} gives {hit.architectures[0]} but vLLM tests list "
+                    f"{', '.join(ambiguous)}"
+                )
                 return None
-            own.append(f"picks {hit.architectures[0]} among vLLM tests' candidates {', '.join(ambiguous)}")
+            own.append(
+                f"picks {hit.architectures[0]} among vLLM tests' candidates {', '.join(ambiguous)}"
+            )
         return ModelFacts(
-            model_id=model_id, status="resolved", architectures=hit.architectures,
-            model_type=hit.model_type, text_model_type=hit.text_model_type, source="transformers",
-            provenance=f"{where}; architecture from {', '.join(hit.mappings)}", inferred=True,
-            notes=tuple(notes) + tuple(own))
+            model_id=model_id,
+            status="resolved",
+            architectures=hit.architectures,
+            model_type=hit.model_type,
+            text_model_type=hit.text_model_type,
+            source="transformers",
+            provenance=f"{where}; architecture from {', '.join(hit.mappings)}",
+            inferred=True,
+            notes=tuple(notes) + tuple(own),
+        )
 
     def _from_docs(self, model_id: str, misses: list[str], notes: list[str]) -> ModelFacts | None:
         if not self.trees:

@@ -86,7 +86,13 @@ def config_classes(path: str, text: str) -> list[ConfigClass]:
             continue
         model_type, subs = None, {}
         for st in node.body:
-            targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AnnAssign) else []
+            targets = (
+                st.targets
+                if isinstance(st, ast.Assign)
+                else [st.target]
+                if isinstance(st, ast.AnnAssign)
+                else []
+            )
             value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             if "model_type" in names and value is not None:
@@ -101,8 +107,13 @@ def config_classes(path: str, text: str) -> list[ConfigClass]:
             continue
         ids = []
         for d in node.decorator_list:
-            if isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", "")) == "auto_docstring":
-                ids += [_const(k.value) for k in d.keywords if k.arg == "checkpoint" and _const(k.value)]
+            if (
+                isinstance(d, ast.Call)
+                and getattr(d.func, "id", getattr(d.func, "attr", "")) == "auto_docstring"
+            ):
+                ids += [
+                    _const(k.value) for k in d.keywords if k.arg == "checkpoint" and _const(k.value)
+                ]
         ids += _LINK.findall(ast.get_docstring(node) or "")
         found.append((node, model_type, ids, subs))
     sub_names = {v for _n, _t, _i, subs in found for v in subs.values()} | set(base_keys)
@@ -111,8 +122,17 @@ def config_classes(path: str, text: str) -> list[ConfigClass]:
     for n, mt, ids, subs in found:
         if n.name not in sub_names and "text_config" not in subs and len(text_by_key) == 1:
             subs = {**subs, "text_config": text_by_key[0]}
-        out.append(ConfigClass(n.name, mt, path, n.lineno, tuple(dict.fromkeys(ids + list(module_ids))),
-                               subs, n.name in sub_names))
+        out.append(
+            ConfigClass(
+                n.name,
+                mt,
+                path,
+                n.lineno,
+                tuple(dict.fromkeys(ids + list(module_ids))),
+                subs,
+                n.name in sub_names,
+            )
+        )
     return out
 
 
@@ -120,8 +140,12 @@ def generation_mappings(text: str) -> dict[str, dict[str, tuple[str, ...]]]:
     """{mapping name: {model_type: class names}} for GENERATION_MAPPINGS in modeling_auto.py."""
     out: dict[str, dict[str, tuple[str, ...]]] = {}
     for node in ast.parse(text).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id in GENERATION_MAPPINGS):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in GENERATION_MAPPINGS
+        ):
             continue
         call = node.value
         seq = call.args[0] if isinstance(call, ast.Call) and call.args else None
@@ -143,25 +167,40 @@ def generation_mappings(text: str) -> dict[str, dict[str, tuple[str, ...]]]:
 def build_index(wheel: Path, version: str) -> dict:
     """The wheel's documented checkpoints and generation mappings, as JSON-able data."""
     classes: list[ConfigClass] = []
-    modeling_ids: dict[str, list[str]] = {}  # models/<module>/ -> _CHECKPOINT_FOR_DOC of its modeling files
+    modeling_ids: dict[
+        str, list[str]
+    ] = {}  # models/<module>/ -> _CHECKPOINT_FOR_DOC of its modeling files
     mappings: dict[str, dict[str, tuple[str, ...]]] = {}
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
             if _FILE.fullmatch(name):
                 text = zf.read(name).decode("utf-8", "replace")
                 if "/modeling_" in name:
-                    modeling_ids.setdefault(name.rsplit("/", 1)[0], []).extend(_DOC_CONST.findall(text))
+                    modeling_ids.setdefault(name.rsplit("/", 1)[0], []).extend(
+                        _DOC_CONST.findall(text)
+                    )
                 else:
                     classes += config_classes(name, text)
         if MODELING_AUTO in zf.namelist():
             mappings = generation_mappings(zf.read(MODELING_AUTO).decode("utf-8", "replace"))
     # A modeling file's checkpoint documents its module's top-level configuration classes.
-    classes = [c if c.is_sub or not modeling_ids.get(c.file.rsplit("/", 1)[0]) else
-               replace(c, checkpoints=tuple(dict.fromkeys(c.checkpoints + tuple(modeling_ids[c.file.rsplit("/", 1)[0]]))))
-               for c in classes]
-    return {"index_version": INDEX_VERSION, "transformers_version": version,
-            "classes": [asdict(c) for c in classes],
-            "mappings": {k: {t: list(v) for t, v in m.items()} for k, m in mappings.items()}}
+    classes = [
+        c
+        if c.is_sub or not modeling_ids.get(c.file.rsplit("/", 1)[0])
+        else replace(
+            c,
+            checkpoints=tuple(
+                dict.fromkeys(c.checkpoints + tuple(modeling_ids[c.file.rsplit("/", 1)[0]]))
+            ),
+        )
+        for c in classes
+    ]
+    return {
+        "index_version": INDEX_VERSION,
+        "transformers_version": version,
+        "classes": [asdict(c) for c in classes],
+        "mappings": {k: {t: list(v) for t, v in m.items()} for k, m in mappings.items()},
+    }
 
 
 class TransformersCheckpoints:
@@ -183,13 +222,18 @@ class TransformersCheckpoints:
         classes = self._by_id.get(model_id.casefold(), [])
         top = [c for c in classes if not c.is_sub]
         if not top:
-            return None, (f"no transformers {self.version} configuration class documents it"
-                          if not classes else f"transformers {self.version} documents it only on "
-                          f"sub-configurations ({', '.join(sorted({c.name for c in classes}))})")
+            return None, (
+                f"no transformers {self.version} configuration class documents it"
+                if not classes
+                else f"transformers {self.version} documents it only on "
+                f"sub-configurations ({', '.join(sorted({c.name for c in classes}))})"
+            )
         types = sorted({c.model_type for c in top})
         if len(types) > 1:
-            return None, (f"transformers {self.version} documents it on configurations of several model "
-                          f"types ({', '.join(types)})")
+            return None, (
+                f"transformers {self.version} documents it on configurations of several model "
+                f"types ({', '.join(types)})"
+            )
         c = top[0]
         text_cls = self._by_name.get((c.file, c.sub_configs.get("text_config", "")))
         archs: dict[str, None] = {}
@@ -199,12 +243,20 @@ class TransformersCheckpoints:
             if hit:
                 archs.update(dict.fromkeys(hit))
                 mappings.append(name)
-        return Checkpoint(model_id, c.model_type, text_cls.model_type if text_cls else None, c.name,
-                          f"transformers-{self.version}/{c.file}:{c.line}", tuple(archs),
-                          tuple(mappings)), None
+        return Checkpoint(
+            model_id,
+            c.model_type,
+            text_cls.model_type if text_cls else None,
+            c.name,
+            f"transformers-{self.version}/{c.file}:{c.line}",
+            tuple(archs),
+            tuple(mappings),
+        ), None
 
 
-def load_checkpoints(version: str | None = None, cache: Path | None = None) -> TransformersCheckpoints:
+def load_checkpoints(
+    version: str | None = None, cache: Path | None = None
+) -> TransformersCheckpoints:
     """The newest stable transformers wheel (or `version`), its parsed index cached by hash."""
     from compat.sources.pypi import cache_dir, fetch_wheel
 

@@ -360,8 +360,11 @@ def _units(renders: list[Render]) -> list[_Unit]:
     units: list[_Unit] = []
     for profile, by_source in by_profile.items():
         api, ui = by_source.get("api"), by_source.get("ui")
-        if api is not None and ui is not None and api.docker_pin == ui.docker_pin and _covers(
-            ui.argvs, api.argvs
+        if (
+            api is not None
+            and ui is not None
+            and api.docker_pin == ui.docker_pin
+            and _covers(ui.argvs, api.argvs)
         ):
             problems = tuple(dict.fromkeys(ui.problems + api.problems))
             units.append(_Unit(profile, ("api", "ui"), ui, problems))

@@ -54,18 +54,34 @@ def _check_values(data: Any, rel: str) -> None:
     stack: list[tuple[Any, str, frozenset[int]]] = [(data, "", frozenset())]
     while stack:
         value, field, above = stack.pop()
-        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INT_BITS:
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and value.bit_length() > _MAX_INT_BITS
+        ):
             raise UserError("integer too large", where=f"{rel}: {field or '(top)'}")
         if isinstance(value, (dict, list)):
             if id(value) in above:
-                raise UserError("recursive YAML alias (the value contains itself)",
-                                where=f"{rel}: {field or '(top)'}")
+                raise UserError(
+                    "recursive YAML alias (the value contains itself)",
+                    where=f"{rel}: {field or '(top)'}",
+                )
             inner = above | {id(value)}
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for k, v in items:
-                if isinstance(k, int) and not isinstance(k, bool) and k.bit_length() > _MAX_INT_BITS:
-                    raise UserError("integer too large (as a key)", where=f"{rel}: {field or '(top)'}")
-                sub = f"{field}[{k}]" if isinstance(value, list) else (f"{field}.{k}" if field else str(k))
+                if (
+                    isinstance(k, int)
+                    and not isinstance(k, bool)
+                    and k.bit_length() > _MAX_INT_BITS
+                ):
+                    raise UserError(
+                        "integer too large (as a key)", where=f"{rel}: {field or '(top)'}"
+                    )
+                sub = (
+                    f"{field}[{k}]"
+                    if isinstance(value, list)
+                    else (f"{field}.{k}" if field else str(k))
+                )
                 stack.append((v, sub, inner))
 
 
@@ -153,7 +169,9 @@ def load_repo(root: Path) -> RecipesRepo:
     if not root.is_dir():
         raise UserError("recipes directory does not exist", where=f"--recipes {root}")
     if not (root / "models").is_dir():
-        raise UserError("no models/ folder: this is not a recipes checkout", where=f"--recipes {root}")
+        raise UserError(
+            "no models/ folder: this is not a recipes checkout", where=f"--recipes {root}"
+        )
     taxonomy, hardware = _load_taxonomy(root)
     strategies = _load_strategies(root, "strategies")
     kv_stores = _load_strategies(root, "kv_store")

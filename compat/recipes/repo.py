@@ -139,5 +139,8 @@ class RecipesRepo:
         The engine falls back to it, saying so, when a model's config gives no expert count;
         every judge of a recipe (build, bisect, fix stage) must use the same facts.
         """
-        return {path: r.model.get("architecture") == "moe" for path, r in self.recipes.items()
-                if r.model.get("architecture") in ("moe", "dense")}
+        return {
+            path: r.model.get("architecture") == "moe"
+            for path, r in self.recipes.items()
+            if r.model.get("architecture") in ("moe", "dense")
+        }

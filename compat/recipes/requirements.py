@@ -7,8 +7,6 @@ one statement of how a strategy becomes flags.
 
 from __future__ import annotations
 
-from compat.resources import data_dir, schema_dir
-
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ import jsonschema
 import yaml
 
 from compat.errors import UserError
+from compat.resources import data_dir, schema_dir
 
 DEFAULT_PATH = data_dir() / "strategy_requirements.yaml"
 SCHEMA_PATH = schema_dir() / "strategy_requirements.schema.json"

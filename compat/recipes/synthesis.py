@@ -73,7 +73,9 @@ class Synthesized:
     problems: tuple[Problem, ...]
     node_count: int
     sources: tuple[str, ...] = ()  # recipe elements (see `element_of`) that contributed args
-    modes: tuple[tuple[str, str], ...] = ()  # (feature, mode) each enabled modal feature rendered in
+    modes: tuple[
+        tuple[str, str], ...
+    ] = ()  # (feature, mode) each enabled modal feature rendered in
 
 
 #: The strategy file's own args and parallel flags, as one omittable element.
@@ -294,7 +296,9 @@ class Synthesizer:
             tail += self.feature_args(key, picks.get(key), key in allowed)
             feature = self.recipe.features.get(key)
             if feature_modes(feature) is not None:
-                mode = resolve_mode(feature, key, self.variant, self.variant_key, self.profile, picks.get(key))
+                mode = resolve_mode(
+                    feature, key, self.variant, self.variant_key, self.profile, picks.get(key)
+                )
                 if mode is not None:
                     used.append((key, mode))
         tail_key = tuple(tail)
@@ -305,8 +309,13 @@ class Synthesizer:
                 for name, prefix in self._prefix.items()
             )
             self._argvs[tail_key] = argvs
-        return Synthesized(argvs, tuple(dict.fromkeys(self.problems)), self.nodes,
-                           tuple(dict.fromkeys(self.sources)), tuple(used))
+        return Synthesized(
+            argvs,
+            tuple(dict.fromkeys(self.problems)),
+            self.nodes,
+            tuple(dict.fromkeys(self.sources)),
+            tuple(used),
+        )
 
     def take(self, value: Any, field: str, source: str | None = None) -> tuple[str, ...]:
         """Read an args list; `source` names the file when it is not the recipe."""
@@ -367,8 +376,10 @@ class Synthesizer:
         for value, field in (
             (self.overrides.get("vllm_args"), f"{so}.vllm_args"),
             (self.overrides.get("extra_args"), f"{so}.extra_args"),
-            (as_mapping(gen[1]).get("extra_args") if gen is not None else None,
-             f"{so}.hardware_overrides.{gen[0] if gen is not None else ''}.extra_args"),
+            (
+                as_mapping(gen[1]).get("extra_args") if gen is not None else None,
+                f"{so}.hardware_overrides.{gen[0] if gen is not None else ''}.extra_args",
+            ),
             (exact.get("extra_args"), f"{so}.hardware_overrides.{self.profile.id}.extra_args"),
         ):
             if isinstance(value, list) and element_of(field) not in self.omit:
@@ -513,8 +524,11 @@ class Synthesizer:
         if hit is None:
             before, before_sources = len(self.problems), len(self.sources)
             args = self._feature_args(key, selected, ungated)
-            self._features[memo_key] = (args, tuple(self.problems[before:]),
-                                        tuple(self.sources[before_sources:]))
+            self._features[memo_key] = (
+                args,
+                tuple(self.problems[before:]),
+                tuple(self.sources[before_sources:]),
+            )
             return args
         self.problems.extend(hit[1])
         self.sources.extend(hit[2])

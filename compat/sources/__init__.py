@@ -10,7 +10,7 @@ from compat.errors import UserError
 from compat.sources.pypi import tree_from_index
 from compat.sources.tree import VllmTree, read_version
 
-__all__ = ["VllmTree", "tree_from_index", "tree_from_path", "installed_tree", "open_trees"]
+__all__ = ["VllmTree", "installed_tree", "open_trees", "tree_from_index", "tree_from_path"]
 
 
 def tree_from_path(spec: str) -> VllmTree:
@@ -48,8 +48,12 @@ def installed_tree() -> VllmTree | None:
     return VllmTree(root=pkg.parent, version=version, origin="installed", commit=commit)
 
 
-def open_trees(versions: list[str], srcs: list[str], use_installed: bool = False,
-               progress: Callable[[str], None] | None = None) -> list[VllmTree]:
+def open_trees(
+    versions: list[str],
+    srcs: list[str],
+    use_installed: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[VllmTree]:
     trees = [tree_from_index(v, progress=progress) for v in versions]
     trees += [tree_from_path(s) for s in srcs]
     if use_installed:

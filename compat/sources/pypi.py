@@ -58,7 +58,7 @@ def _default_open(url: str, headers: dict[str, str]) -> bytes:
     import urllib.request  # here: a scan of a local tree never goes online (~25 ms of imports)
 
     req = urllib.request.Request(url, headers=headers)
-    with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:  # noqa: S310 (https index)
+    with urllib.request.urlopen(req, timeout=_TIMEOUT) as resp:
         return resp.read()
 
 
@@ -78,7 +78,13 @@ def _index(package: str, opener: Opener, cache: Path) -> dict:
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, cached)
         return doc
-    except (urllib.error.URLError, OSError, TimeoutError, ValueError, http.client.HTTPException) as exc:
+    except (
+        urllib.error.URLError,
+        OSError,
+        TimeoutError,
+        ValueError,
+        http.client.HTTPException,
+    ) as exc:
         if cached.is_file():
             try:
                 doc = json.loads(cached.read_text())
@@ -100,12 +106,16 @@ def sdist_entry(version: str, opener: Opener | None = None, cache: Path | None =
     want = f"vllm-{version}.tar.gz"
     for f in doc.get("files", []):
         if isinstance(f, dict) and f.get("filename") == want:
-            sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
+            sha = (
+                (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
+            )
             if not isinstance(sha, str) or not sha:
                 raise UserError(f"the index lists {want} without a sha256", where="--vllm")
             if not _HEX64.fullmatch(sha.lower()):
                 # It names the cache file: a value like '../x' must not reach the file system.
-                raise UserError(f"the index lists {want} with a malformed sha256 {sha[:80]!r}", where="--vllm")
+                raise UserError(
+                    f"the index lists {want} with a malformed sha256 {sha[:80]!r}", where="--vllm"
+                )
             return f
     raise UserError(f"vllm {version} is not on the package index (no {want})", where="--vllm")
 
@@ -123,8 +133,6 @@ def versions_on_index(opener: Opener | None = None, cache: Path | None = None) -
     return sorted(set(out), key=release_key)
 
 
-
-
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -133,8 +141,12 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None = None,
-                progress: Callable[[str], None] | None = None) -> tuple[Path, str]:
+def fetch_sdist(
+    version: str,
+    opener: Opener | None = None,
+    cache: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Path, str]:
     """Path of the verified sdist in the cache, and its sha256. Re-fetches a corrupted cache."""
     cache = cache or cache_dir()
     opener = opener or _default_open
@@ -151,7 +163,9 @@ def fetch_sdist(version: str, opener: Opener | None = None, cache: Path | None =
     return dest, sha
 
 
-def _download_verified(url: str, sha: str, dest: Path, name: str, where: str, opener: Opener) -> None:
+def _download_verified(
+    url: str, sha: str, dest: Path, name: str, where: str, opener: Opener
+) -> None:
     """Download to a temporary file, check the sha256, then move it to `dest` (nothing else lands)."""
     import http.client
     import urllib.error
@@ -159,8 +173,12 @@ def _download_verified(url: str, sha: str, dest: Path, name: str, where: str, op
     try:
         data = opener(url, {})
     except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
-        what = name.removesuffix(".tar.gz").replace("-", " ", 1) + (" sdist" if name.endswith(".tar.gz") else "")
-        raise UserError(f"cannot download {what}: {type(exc).__name__}: {exc}", where=where) from None
+        what = name.removesuffix(".tar.gz").replace("-", " ", 1) + (
+            " sdist" if name.endswith(".tar.gz") else ""
+        )
+        raise UserError(
+            f"cannot download {what}: {type(exc).__name__}: {exc}", where=where
+        ) from None
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmpname = tempfile.mkstemp(prefix=".download-", dir=dest.parent)
     try:
@@ -182,8 +200,12 @@ def _download_verified(url: str, sha: str, dest: Path, name: str, where: str, op
 _STABLE = re.compile(r"\d+(\.\d+)*")
 
 
-def fetch_wheel(package: str, version: str | None = None, opener: Opener | None = None,
-                cache: Path | None = None) -> tuple[Path, str, str]:
+def fetch_wheel(
+    package: str,
+    version: str | None = None,
+    opener: Opener | None = None,
+    cache: Path | None = None,
+) -> tuple[Path, str, str]:
     """(path, sha256, version) of a pure-Python wheel, the newest stable release unless
     `version` is given; sha-checked and cached by hash like the sdists (offline: the
     cached index answer and the cached wheel)."""
@@ -196,14 +218,16 @@ def fetch_wheel(package: str, version: str | None = None, opener: Opener | None 
         fn = f.get("filename", "") if isinstance(f, dict) else ""
         if not (isinstance(fn, str) and fn.startswith(prefix) and fn.endswith("-py3-none-any.whl")):
             continue
-        ver = fn[len(prefix):].split("-", 1)[0]
+        ver = fn[len(prefix) :].split("-", 1)[0]
         sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
         if f.get("yanked") or not isinstance(sha, str) or not _HEX64.fullmatch(sha.lower()):
             continue
         if (version is None and _STABLE.fullmatch(ver)) or ver == version:
             found[ver] = f
     if not found:
-        raise UserError(f"no {package} wheel {version or '(stable)'} on the package index", where=package)
+        raise UserError(
+            f"no {package} wheel {version or '(stable)'} on the package index", where=package
+        )
     ver = version if version in found else max(found, key=release_key)
     entry = found[ver]
     sha = entry["hashes"]["sha256"].lower()
@@ -214,8 +238,14 @@ def fetch_wheel(package: str, version: str | None = None, opener: Opener | None 
 
 
 def _wanted(name: str) -> bool:
-    return (name.endswith(".py") and name.startswith(_EXTRACT_PREFIXES) or name in _EXTRACT_FILES
-            or name.startswith("requirements/") and name.endswith(".txt") or _template(name))
+    return (
+        name.endswith(".py")
+        and name.startswith(_EXTRACT_PREFIXES)
+        or name in _EXTRACT_FILES
+        or name.startswith("requirements/")
+        and name.endswith(".txt")
+        or _template(name)
+    )
 
 
 def _template(name: str) -> bool:
@@ -290,8 +320,12 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
     return dest
 
 
-def tree_from_index(version: str, opener: Opener | None = None, cache: Path | None = None,
-                    progress: Callable[[str], None] | None = None) -> VllmTree:
+def tree_from_index(
+    version: str,
+    opener: Opener | None = None,
+    cache: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> VllmTree:
     cache = cache or cache_dir()
     sdist, sha = fetch_sdist(version, opener, cache, progress)
     root = extract(sdist, sha, cache)

@@ -21,8 +21,8 @@ REGISTRY = "vllm/model_executor/models/registry.py"
 INTERFACES = "vllm/model_executor/models/interfaces.py"
 SPECULATIVE = "vllm/config/speculative.py"
 
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)
-_COMMIT_RE = re.compile(r"""^__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]([^'"]+)['"]""", re.M)
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE)
+_COMMIT_RE = re.compile(r"""^__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE)
 
 
 @dataclass
@@ -88,8 +88,10 @@ class VllmTree:
     def require(self, rel: str, what: str) -> ast.Module:
         tree = self.parse(rel)
         if tree is None:
-            raise LayoutError(f"not a recognisable vLLM tree: {rel} ({what}) is missing or unparsable",
-                              where=f"vllm {self.version}")
+            raise LayoutError(
+                f"not a recognisable vLLM tree: {rel} ({what}) is missing or unparsable",
+                where=f"vllm {self.version}",
+            )
         return tree
 
     def py_files(self, under: str = "vllm") -> list[str]:
@@ -102,7 +104,11 @@ class VllmTree:
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
                 for fn in filenames:
                     if fn.endswith(".py"):
-                        out.append(os.path.relpath(os.path.join(dirpath, fn), self.root).replace(os.sep, "/"))
+                        out.append(
+                            os.path.relpath(os.path.join(dirpath, fn), self.root).replace(
+                                os.sep, "/"
+                            )
+                        )
             self._py_files[under] = sorted(out)
         return list(self._py_files[under])
 

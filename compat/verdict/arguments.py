@@ -121,7 +121,8 @@ def human_readable_int(value: str) -> int:
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to use "
-                f"{number}{suffix.lower()} instead?") from None
+                f"{number}{suffix.lower()} instead?"
+            ) from None
     return int(value)
 
 
@@ -138,7 +139,9 @@ class PreprocessError(Exception):
         self.exc, self.message = exc, message
 
 
-ConfigLoader = Any  # Callable[[str], Any]: the parsed YAML of a `--config` file (raises on bad input)
+ConfigLoader = (
+    Any  # Callable[[str], Any]: the parsed YAML of a `--config` file (raises on bad input)
+)
 
 
 def pull_config(args: list[str], load: ConfigLoader) -> list[str]:
@@ -148,11 +151,15 @@ def pull_config(args: list[str], load: ConfigLoader) -> list[str]:
         raise PreprocessError("AssertionError", "More than one config file specified!")
     index = args.index("--config")
     if index == len(args) - 1:
-        raise PreprocessError("ValueError", "No config file specified! Please check your command-line arguments.")
+        raise PreprocessError(
+            "ValueError", "No config file specified! Please check your command-line arguments."
+        )
     path = args[index + 1]
     extension = path.split(".")[-1]
     if extension not in ("yaml", "yml"):
-        raise PreprocessError("ValueError", f"Config file must be of a yaml/yml type. {extension} supplied")
+        raise PreprocessError(
+            "ValueError", f"Config file must be of a yaml/yml type. {extension} supplied"
+        )
     if load is None:
         raise PreprocessError("unknown", f"--config {path}: the file is not read here")
     config = load(path)
@@ -171,11 +178,14 @@ def pull_config(args: list[str], load: ConfigLoader) -> list[str]:
             config_args += ["--" + str(key), str(value)]
     model_in_cli = len(args) > 1 and not args[1].startswith("-")
     if not model_in_cli and "--model" not in config_args:
-        raise PreprocessError("ValueError", "No model specified! Please specify model either as a positional "
-                              "argument or in a config file.")
+        raise PreprocessError(
+            "ValueError",
+            "No model specified! Please specify model either as a positional "
+            "argument or in a config file.",
+        )
     if model_in_cli:
-        return [args[0], args[1], *config_args, *args[2:index], *args[index + 2:]]
-    return [args[0], *config_args, *args[1:index], *args[index + 2:]]
+        return [args[0], args[1], *config_args, *args[2:index], *args[index + 2 :]]
+    return [args[0], *config_args, *args[1:index], *args[index + 2 :]]
 
 
 def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]:
@@ -191,11 +201,17 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
             else:
                 tag, rest = args[idx].removeprefix("--model="), idx + 1
             args = ["serve", tag, *args[1:idx], *args[rest:]]
-        if (len(args) > 1 and args[1].startswith("-")
-                and not any(re.match(r"^--config(=.+|$)", a) for a in args)
-                and any(re.match(r"^--served[-_]model[-_]name(=.+|$)", a) for a in args)):
-            raise PreprocessError("ValueError", "`model` should be provided as the first positional argument "
-                                  "when using `vllm serve`. i.e. `vllm serve <model> --<arg> <value>`.")
+        if (
+            len(args) > 1
+            and args[1].startswith("-")
+            and not any(re.match(r"^--config(=.+|$)", a) for a in args)
+            and any(re.match(r"^--served[-_]model[-_]name(=.+|$)", a) for a in args)
+        ):
+            raise PreprocessError(
+                "ValueError",
+                "`model` should be provided as the first positional argument "
+                "when using `vllm serve`. i.e. `vllm serve <model> --<arg> <value>`.",
+            )
     if "--config" in args:
         args = pull_config(args, config_loader)
     processed: list[str] = []
@@ -270,7 +286,9 @@ def _expand_json_numbers(val: str) -> str:
     """`_expand_json_human_readable_numbers`: bare `80m` tokens outside JSON strings."""
     parts = re.split(r'("(?:[^"\\]|\\.)*")', val)
     for i in range(0, len(parts), 2):
-        parts[i] = re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", lambda m: str(human_readable_int(m.group())), parts[i])
+        parts[i] = re.sub(
+            r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", lambda m: str(human_readable_int(m.group())), parts[i]
+        )
     return "".join(parts)
 
 
@@ -282,14 +300,22 @@ class _Notes:
 
     def __init__(self) -> None:
         self.findings: list[ArgFinding] = []
-        self.evidence: list[str] = []  # where the rejected field or class is defined (config values)
+        self.evidence: list[
+            str
+        ] = []  # where the rejected field or class is defined (config values)
 
 
 class ServeParser:
     """The release's `vllm serve` parser, rebuilt from its `cli_value` rows."""
 
-    def __init__(self, values: list[dict[str, Any]], validator: Validator, version: str,
-                 tree: Any = None, inverse: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        values: list[dict[str, Any]],
+        validator: Validator,
+        version: str,
+        tree: Any = None,
+        inverse: dict[str, Any] | None = None,
+    ) -> None:
         # JSON columns decoded once (a parser is rebuilt per set of relaxed options)
         self.values = [dict(v, **{c: json.loads(v[c]) for c in _JSON_COLUMNS}) for v in values]
         # `--enable-x` <-> `--disable-x` for BooleanOptionalAction options (vLLM's EnableDisableAction)
@@ -357,7 +383,9 @@ class ServeParser:
             kw["action"] = action
             return kw
         if action == "boolean_optional":
-            kw["action"] = _enable_disable(self.inverse) if self.inverse else argparse.BooleanOptionalAction
+            kw["action"] = (
+                _enable_disable(self.inverse) if self.inverse else argparse.BooleanOptionalAction
+            )
             return kw
         if action == "store_const":
             kw["action"], kw["const"] = "store_const", row["const"]
@@ -394,7 +422,9 @@ class ServeParser:
                 try:
                     return inner(val)
                 except ValueError:
-                    raise argparse.ArgumentTypeError(f"Value {val} cannot be converted to {shown}.") from None
+                    raise argparse.ArgumentTypeError(
+                        f"Value {val} cannot be converted to {shown}."
+                    ) from None
 
             return _named(parse_type, "_optional_type" if row["optional"] else "_parse_type")
         return base
@@ -408,16 +438,32 @@ class ServeParser:
             def convert(val: str) -> Any:
                 if isinstance(val, ShellValue):
                     if choices is not None and not row["metavar_only"]:
-                        self.notes.findings.append(ArgFinding(
-                            "parse", "unknown", f"{flag} {val}: the value comes from the shell variable "
-                            f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}", "",
-                            [_at(row["choices_file"], row["choices_line"])], ("shell", flag, val.var)))
+                        self.notes.findings.append(
+                            ArgFinding(
+                                "parse",
+                                "unknown",
+                                f"{flag} {val}: the value comes from the shell variable "
+                                f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
+                                "",
+                                [_at(row["choices_file"], row["choices_line"])],
+                                ("shell", flag, val.var),
+                            )
+                        )
                     elif name in ("json", "json_or_str", "dataclass"):
-                        self.notes.findings.append(ArgFinding(
-                            "parse", "unknown", f"{flag} {val}: the JSON value comes from the shell variable "
-                            f"${val.var} and is not checked", "", [], ("shell", flag, val.var)))
+                        self.notes.findings.append(
+                            ArgFinding(
+                                "parse",
+                                "unknown",
+                                f"{flag} {val}: the JSON value comes from the shell variable "
+                                f"${val.var} and is not checked",
+                                "",
+                                [],
+                                ("shell", flag, val.var),
+                            )
+                        )
                     return val
                 return fn(val)
+
             return _named(convert, label)
 
         if name in ("", None):
@@ -435,6 +481,7 @@ class ServeParser:
         if name == "json":
             return shell_ok(json.loads, "loads")
         if name == "json_or_str":
+
             def union_dict_and_str(val: str) -> Any:
                 if not re.match(r"(?s)^\s*{.*}\s*$", val):
                     return str(val)
@@ -444,7 +491,9 @@ class ServeParser:
                     return json.loads(val)
                 except ValueError:
                     raise argparse.ArgumentTypeError(
-                        f"Value {val} cannot be converted to <function loads at 0x?>.") from None
+                        f"Value {val} cannot be converted to <function loads at 0x?>."
+                    ) from None
+
             return shell_ok(union_dict_and_str, "union_dict_and_str")
         if name == "dataclass":
             return shell_ok(self._dataclass(row), "parse_dataclass")
@@ -453,6 +502,7 @@ class ServeParser:
             if chain is not None:
                 return shell_ok(lambda v: apply_chain(chain, v), "<lambda>")
         if name == "port":
+
             def check_port(val: str) -> int:
                 try:
                     port = int(val)
@@ -461,6 +511,7 @@ class ServeParser:
                 if not (1024 <= port <= 65535):
                     raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
                 return port
+
             return shell_ok(check_port, "check_port")
         if name == "callable":
             fn = self._release_function(row["callable_src"], row)
@@ -468,11 +519,19 @@ class ServeParser:
                 return shell_ok(fn, row["callable_src"])
 
         def unchecked(val: str) -> str:
-            self.notes.findings.append(ArgFinding(
-                "parse", "unknown", f"{flag} {val!r}: vLLM {self.version} converts it with "
-                f"`{row['callable_src'] or name}`, which is not modelled", "", [_at(row["file"], row["line"])],
-                ("unchecked", flag)))
+            self.notes.findings.append(
+                ArgFinding(
+                    "parse",
+                    "unknown",
+                    f"{flag} {val!r}: vLLM {self.version} converts it with "
+                    f"`{row['callable_src'] or name}`, which is not modelled",
+                    "",
+                    [_at(row["file"], row["line"])],
+                    ("unchecked", flag),
+                )
+            )
             return val
+
         return _named(unchecked, "unchecked")
 
     def _release_function(self, src: str, row: dict[str, Any]) -> Any:
@@ -498,11 +557,19 @@ class ServeParser:
             try:
                 return program.call(src, val)
             except (SandboxError, NameError, AttributeError) as exc:
-                self.notes.findings.append(ArgFinding(
-                    "parse", "unknown", f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
-                    f"({file}:{fn.lineno}), which could not be evaluated ({exc})", "", [f"{file}:{fn.lineno}"],
-                    ("unchecked", row["flag"])))
+                self.notes.findings.append(
+                    ArgFinding(
+                        "parse",
+                        "unknown",
+                        f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
+                        f"({file}:{fn.lineno}), which could not be evaluated ({exc})",
+                        "",
+                        [f"{file}:{fn.lineno}"],
+                        ("unchecked", row["flag"]),
+                    )
+                )
                 return val
+
         return run
 
     def _dataclass(self, row: dict[str, Any]) -> Any:
@@ -516,7 +583,8 @@ class ServeParser:
             except ValueError as exc:
                 raise argparse.ArgumentTypeError(
                     f"1 validation error for {cls}\n  Invalid JSON: {_json_error(exc)} [type=json_invalid, "
-                    f"input_value={text!r}, input_type=str]") from None
+                    f"input_value={text!r}, input_type=str]"
+                ) from None
             out = self.validator.validate(cls, data)
             if out.raised:
                 raise _Raised(out.raised)
@@ -524,16 +592,26 @@ class ServeParser:
                 self.notes.evidence = _error_evidence(out, self.validator, cls)
                 raise argparse.ArgumentTypeError(format_errors(cls, out.errors))
             if out.unchecked:
-                self.notes.findings.append(ArgFinding(
-                    "parse", "unknown", f"{flag}: part of the {cls} value is not checked "
-                    f"({'; '.join(out.unchecked[:3])})", "", out.evidence[:3], ("unchecked", flag)))
+                self.notes.findings.append(
+                    ArgFinding(
+                        "parse",
+                        "unknown",
+                        f"{flag}: part of the {cls} value is not checked "
+                        f"({'; '.join(out.unchecked[:3])})",
+                        "",
+                        out.evidence[:3],
+                        ("unchecked", flag),
+                    )
+                )
             return self.validator.config_object(cls, data) if isinstance(data, dict) else data
+
         return parse_dataclass
 
     # ---- parsing
 
-    def parse(self, argv: list[str], config_loader: ConfigLoader = None
-              ) -> tuple[argparse.Namespace | None, list[ArgFinding]]:
+    def parse(
+        self, argv: list[str], config_loader: ConfigLoader = None
+    ) -> tuple[argparse.Namespace | None, list[ArgFinding]]:
         """Namespace (None when vLLM stops) and every parse-stage finding, vLLM's first."""
         findings: list[ArgFinding] = []
         try:
@@ -541,8 +619,16 @@ class ServeParser:
         except PreprocessError as exc:
             if exc.exc == "unknown":
                 return None, [ArgFinding("parse", "unknown", exc.message, "", key=("config-file",))]
-            return None, [ArgFinding("parse", "blocked", f"vLLM's argv rewrite fails: {exc.exc}: {exc.message}",
-                                     exc.message, key=("preprocess", exc.exc), exception=exc.exc)]
+            return None, [
+                ArgFinding(
+                    "parse",
+                    "blocked",
+                    f"vLLM's argv rewrite fails: {exc.exc}: {exc.message}",
+                    exc.message,
+                    key=("preprocess", exc.exc),
+                    exception=exc.exc,
+                )
+            ]
         relaxed: set[str] = set()
         namespace = None
         for _ in range(_MAX_ROUNDS):
@@ -562,10 +648,16 @@ class ServeParser:
             except _Raised as exc:
                 unmodelled = exc.text.startswith("unmodelled")
                 exc_name, _, exc_text = exc.text.partition(": ")
-                findings.append(ArgFinding("parse", "unknown" if unmodelled else "blocked",
-                                           f"vLLM {self.version} raises {exc.text} while converting a value",
-                                           "" if unmodelled else exc_text, key=("raised", exc.text),
-                                           exception="" if unmodelled else exc_name))
+                findings.append(
+                    ArgFinding(
+                        "parse",
+                        "unknown" if unmodelled else "blocked",
+                        f"vLLM {self.version} raises {exc.text} while converting a value",
+                        "" if unmodelled else exc_text,
+                        key=("raised", exc.text),
+                        exception="" if unmodelled else exc_name,
+                    )
+                )
                 namespace = None
                 break
         else:
@@ -579,7 +671,10 @@ class ServeParser:
         m = re.match(r"argument ([^:]+): ", message)
         if not m:
             return None
-        return next((self.dest_of_string[n] for n in m.group(1).split("/") if n in self.dest_of_string), None)
+        return next(
+            (self.dest_of_string[n] for n in m.group(1).split("/") if n in self.dest_of_string),
+            None,
+        )
 
     def _finding(self, prog: str, message: str, dest: str | None) -> ArgFinding:
         text = f"{prog}: error: {message}"
@@ -588,7 +683,7 @@ class ServeParser:
         key: tuple[str, ...] = ("parse", message.split(":")[0])
         step = f"vLLM {self.version}'s parser rejects it: {message.splitlines()[0]}"
         if message.startswith("unrecognized arguments: "):
-            extras = message[len("unrecognized arguments: "):]
+            extras = message[len("unrecognized arguments: ") :]
             step = f"not `vllm serve` arguments in vLLM {self.version}: {extras}"
             key = ("unrecognized", extras)
         elif row is not None:
@@ -601,17 +696,25 @@ class ServeParser:
             elif "validation error" in message:
                 evidence = [*self.notes.evidence, *evidence]
                 key = ("config", row["flag"], message.split("\n", 1)[-1].splitlines()[0])
-                step = f"{row['flag']}: {row['json_class']} of vLLM {self.version} rejects the value " \
-                       f"({'; '.join(_error_heads(message))})"
+                step = (
+                    f"{row['flag']}: {row['json_class']} of vLLM {self.version} rejects the value "
+                    f"({'; '.join(_error_heads(message))})"
+                )
             else:
                 key = ("value", row["flag"], message)
-        return ArgFinding("parse", "blocked", step, text, [e for e in evidence if e], key, "SystemExit")
+        return ArgFinding(
+            "parse", "blocked", step, text, [e for e in evidence if e], key, "SystemExit"
+        )
 
 
-def _top_level_parse(serve: _Parser, processed: list[str], defaults: dict[str, Any]) -> argparse.Namespace:
+def _top_level_parse(
+    serve: _Parser, processed: list[str], defaults: dict[str, Any]
+) -> argparse.Namespace:
     """`vllm`'s parse_args of ['serve', ...]: the subparser parses the rest, then the top level
     rejects what neither used (argparse `parse_args`: "unrecognized arguments")."""
-    parsed, extras = _narrowed(serve, processed[1:]).parse_known_args(processed[1:], argparse.Namespace())
+    parsed, extras = _narrowed(serve, processed[1:]).parse_known_args(
+        processed[1:], argparse.Namespace()
+    )
     if extras:
         raise _ParseError("vllm", "unrecognized arguments: %s" % " ".join(extras))
     namespace = argparse.Namespace()
@@ -634,10 +737,21 @@ def _narrowed(serve: _Parser, args: list[str]) -> _Parser:
     if index is None:
         always = {i for i, a in enumerate(serve._actions) if not a.option_strings or a.required}
         strings = sorted((o, i) for i, a in enumerate(serve._actions) for o in a.option_strings)
-        narrow = _Parser(prog=serve.prog, usage=serve.usage, add_help=False, prefix_chars=serve.prefix_chars,
-                         allow_abbrev=serve.allow_abbrev, fromfile_prefix_chars=serve.fromfile_prefix_chars)
+        narrow = _Parser(
+            prog=serve.prog,
+            usage=serve.usage,
+            add_help=False,
+            prefix_chars=serve.prefix_chars,
+            allow_abbrev=serve.allow_abbrev,
+            fromfile_prefix_chars=serve.fromfile_prefix_chars,
+        )
         narrow._has_negative_number_optionals[:] = serve._has_negative_number_optionals
-        index = serve.narrow_index_ = (always, [o for o, _ in strings], [i for _, i in strings], narrow)
+        index = serve.narrow_index_ = (
+            always,
+            [o for o, _ in strings],
+            [i for _, i in strings],
+            narrow,
+        )
     always, options, owners, narrow = index
     picked = set(always)
     for arg in args:
@@ -679,14 +793,29 @@ def _take_defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
     return out
 
 
-def check_arguments(k: Any, argv: list[str], shell: Any = None, config_loader: ConfigLoader = None) -> ArgResult:
+def check_arguments(
+    k: Any, argv: list[str], shell: Any = None, config_loader: ConfigLoader = None
+) -> ArgResult:
     """Every argument-level finding of `vllm serve ARGV` at the release `k` describes."""
     sp = k.serve_parser
     if sp is None:
-        return ArgResult([ArgFinding("parse", "unknown", f"the `vllm serve` options of vLLM {k.version} "
-                                     "could not be extracted", "", key=("no-parser",))])
-    tokens, findings = (shell.expand(argv) if shell is not None else (list(argv), []))
-    start = 2 if len(tokens) >= 2 and tokens[0].rsplit("/", 1)[-1] == "vllm" and tokens[1] == "serve" else 0
+        return ArgResult(
+            [
+                ArgFinding(
+                    "parse",
+                    "unknown",
+                    f"the `vllm serve` options of vLLM {k.version} could not be extracted",
+                    "",
+                    key=("no-parser",),
+                )
+            ]
+        )
+    tokens, findings = shell.expand(argv) if shell is not None else (list(argv), [])
+    start = (
+        2
+        if len(tokens) >= 2 and tokens[0].rsplit("/", 1)[-1] == "vllm" and tokens[1] == "serve"
+        else 0
+    )
     rest = tokens[start:] if start else tokens
     if rest and rest[0] == "serve":
         rest = rest[1:]
@@ -695,23 +824,37 @@ def check_arguments(k: Any, argv: list[str], shell: Any = None, config_loader: C
     spaced = [t for t in rest if isinstance(t, str) and t.startswith("-") and _SPACE.search(t)]
     for f in findings:
         if f.key[:1] == ("unrecognized",) and spaced:
-            f.step += (f" ({', '.join(map(repr, spaced))}: one argv item holding a space, which argparse "
-                       "takes for a positional; split it into two items)")
+            f.step += (
+                f" ({', '.join(map(repr, spaced))}: one argv item holding a space, which argparse "
+                "takes for a positional; split it into two items)"
+            )
     if namespace is not None:
         # setup_server imports these plugin files before its checks; they can register parser names.
         plugins = [d for d in sp.plugin_dests if (v := getattr(namespace, d, None)) and len(v) > 3]
         for r in k.serve_rules.run(namespace):
             if r.status == "ok":
                 continue
-            status, step = r.status, (f"{r.function or r.stage} of vLLM {k.version}: "
-                                      f"{r.exception + ': ' if r.exception else ''}{r.message}")
+            status, step = (
+                r.status,
+                (
+                    f"{r.function or r.stage} of vLLM {k.version}: "
+                    f"{r.exception + ': ' if r.exception else ''}{r.message}"
+                ),
+            )
             if r.stage == "api_server" and plugins and status == "blocked":
                 status = "unknown"
                 step += f" (--{plugins[0].replace('_', '-')} is imported first and may register it)"
-            findings.append(ArgFinding(
-                r.stage, status, step, r.message if status == "blocked" else "",
-                [r.evidence] if r.evidence else [], (r.stage, r.exception, r.message.split(" (")[0]),
-                r.exception))
+            findings.append(
+                ArgFinding(
+                    r.stage,
+                    status,
+                    step,
+                    r.message if status == "blocked" else "",
+                    [r.evidence] if r.evidence else [],
+                    (r.stage, r.exception, r.message.split(" (")[0]),
+                    r.exception,
+                )
+            )
     return ArgResult(findings, vars(namespace) if namespace is not None else None)
 
 
@@ -721,13 +864,20 @@ def _enable_disable(prefixes: dict[str, str]) -> type[argparse.Action]:
     class EnableDisableAction(argparse.BooleanOptionalAction):
         def __init__(self, option_strings: list[str], dest: str, *args: Any, **kwargs: Any) -> None:
             super().__init__(option_strings, dest, *args, **kwargs)
-            inverses = [inv + opt.removeprefix(pre) for opt in option_strings
-                        for pre, inv in prefixes.items() if opt.startswith(pre)]
-            self.negative_option_strings = {o for o in self.option_strings if o not in option_strings} \
-                | set(inverses)
+            inverses = [
+                inv + opt.removeprefix(pre)
+                for opt in option_strings
+                for pre, inv in prefixes.items()
+                if opt.startswith(pre)
+            ]
+            self.negative_option_strings = {
+                o for o in self.option_strings if o not in option_strings
+            } | set(inverses)
             self.option_strings = [*self.option_strings, *inverses]
 
-        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        def __call__(
+            self, parser: Any, namespace: Any, values: Any, option_string: str | None = None
+        ) -> None:
             setattr(namespace, self.dest, option_string not in self.negative_option_strings)
 
     return EnableDisableAction
@@ -754,7 +904,9 @@ def _error_evidence(out: Any, validator: Validator, cls: str) -> list[str]:
 
 def _error_heads(message: str) -> list[str]:
     lines = message.split("\n")[1:]
-    return [f"{lines[i]}: {lines[i + 1].strip().split(' [')[0]}" for i in range(0, len(lines) - 1, 2)]
+    return [
+        f"{lines[i]}: {lines[i + 1].strip().split(' [')[0]}" for i in range(0, len(lines) - 1, 2)
+    ]
 
 
 def _json_error(exc: ValueError) -> str:
@@ -771,12 +923,16 @@ def _named(fn: Any, name: str) -> Any:
 
 def _shown(name: str | None, row: dict[str, Any]) -> str:
     """How `parse_type`'s message prints the wrapped callable."""
-    return {"int": "<class 'int'>", "float": "<class 'float'>", "str": "<class 'str'>",
-            "json": "<function loads at 0x?>",
-            "human_readable_int": "<function human_readable_int at 0x?>",
-            "human_readable_int_or_auto": "<function human_readable_int_or_auto at 0x?>",
-            "dataclass": "<function _compute_kwargs.<locals>.parse_dataclass at 0x?>",
-            "json_or_str": "<function union_dict_and_str at 0x?>"}.get(name or "", f"<{row['callable_src']}>")
+    return {
+        "int": "<class 'int'>",
+        "float": "<class 'float'>",
+        "str": "<class 'str'>",
+        "json": "<function loads at 0x?>",
+        "human_readable_int": "<function human_readable_int at 0x?>",
+        "human_readable_int_or_auto": "<function human_readable_int_or_auto at 0x?>",
+        "dataclass": "<function _compute_kwargs.<locals>.parse_dataclass at 0x?>",
+        "json_or_str": "<function union_dict_and_str at 0x?>",
+    }.get(name or "", f"<{row['callable_src']}>")
 
 
 def _at(file: str, line: int) -> str:

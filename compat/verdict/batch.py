@@ -42,10 +42,23 @@ class CauseBook:
 
 def cause_row(cause_id: int, recipe: str, cause: Cause) -> dict[str, Any]:
     """A `cause` table row (fix columns empty until the fix stage fills them)."""
-    return {"id": cause_id, "recipe": recipe, "kind": cause.kind, "element": cause.element,
-            "mode": cause.mode, "carrier": cause.carrier, "label": cause.label,
-            "finding": cause.finding, "field": "", "line": 0, "works_from": "",
-            "fix_kind": "", "fix": "", "fix_why": "", "fix_edits": "[]"}
+    return {
+        "id": cause_id,
+        "recipe": recipe,
+        "kind": cause.kind,
+        "element": cause.element,
+        "mode": cause.mode,
+        "carrier": cause.carrier,
+        "label": cause.label,
+        "finding": cause.finding,
+        "field": "",
+        "line": 0,
+        "works_from": "",
+        "fix_kind": "",
+        "fix": "",
+        "fix_why": "",
+        "fix_edits": "[]",
+    }
 
 
 @dataclass
@@ -84,17 +97,37 @@ class Sweep:
         return self._unblocked[key]
 
     def causes_of(self, version: str, c: Combination, o: Outcome) -> list[Cause]:
-        key = (version, c.recipe, c.variant, c.strategy, c.feature, c.mode, c.platform, c.profiles[:1],
-               c.argvs, c.gated)
+        key = (
+            version,
+            c.recipe,
+            c.variant,
+            c.strategy,
+            c.feature,
+            c.mode,
+            c.platform,
+            c.profiles[:1],
+            c.argvs,
+            c.gated,
+        )
         if key not in self._causes:
             judge = self.pool.judge_at(version)
             assert judge is not None  # judged releases are always in the pool
-            self._causes[key] = causes(c, o, judge, self.render,
-                                       gone_later=lambda k: self.gone_from(version, c, k) is not None)
+            self._causes[key] = causes(
+                c,
+                o,
+                judge,
+                self.render,
+                gone_later=lambda k: self.gone_from(version, c, k) is not None,
+            )
         return self._causes[key]
 
-    def judge(self, c: Combination, targets: Targets, command_id: int,
-              later_scanned: Callable[[str], list[str]]) -> Iterator[Judged]:
+    def judge(
+        self,
+        c: Combination,
+        targets: Targets,
+        command_id: int,
+        later_scanned: Callable[[str], list[str]],
+    ) -> Iterator[Judged]:
         """Rows for `c` at its targets, plus unjudged rows at later scanned releases for blocked ones."""
         seen = {v for v, _, _ in targets}
         for v, judged, pinned in targets:
@@ -120,29 +153,54 @@ class Sweep:
                         continue
                     if later not in seen:
                         seen.add(later)
-                        yield Judged(verdict_row(c, later, lo, judged=0, pinned=0, command_id=command_id),
-                                     [], c, lo, {})
+                        yield Judged(
+                            verdict_row(c, later, lo, judged=0, pinned=0, command_id=command_id),
+                            [],
+                            c,
+                            lo,
+                            {},
+                        )
                     if lo.status in STARTS:
                         break
             yield Judged(row, list(dict.fromkeys(ids)), c, o, keys)
 
 
-def verdict_row(c: Combination, version: str, o: Outcome, *, judged: int, pinned: int,
-                command_id: int | None) -> dict[str, Any]:
+def verdict_row(
+    c: Combination, version: str, o: Outcome, *, judged: int, pinned: int, command_id: int | None
+) -> dict[str, Any]:
     return {
-        "vllm_version": version, "platform": c.platform, "hardware": c.hardware, "recipe": c.recipe,
-        "model_id": c.model_id, "variant": c.variant, "strategy": c.strategy, "feature": c.feature,
-        "mode": c.mode, "status": o.status, "message": o.message, "reason": o.reason,
-        "evidence": "; ".join(e for e in o.evidence if e), "gated": int(c.gated),
-        "pinned": pinned, "judged": judged, "works_from": "", "argv": "", "command_id": command_id,
-        "chain": json.dumps(o.chain), "cause_kind": "", "cause": "", "cause_id": None,
+        "vllm_version": version,
+        "platform": c.platform,
+        "hardware": c.hardware,
+        "recipe": c.recipe,
+        "model_id": c.model_id,
+        "variant": c.variant,
+        "strategy": c.strategy,
+        "feature": c.feature,
+        "mode": c.mode,
+        "status": o.status,
+        "message": o.message,
+        "reason": o.reason,
+        "evidence": "; ".join(e for e in o.evidence if e),
+        "gated": int(c.gated),
+        "pinned": pinned,
+        "judged": judged,
+        "works_from": "",
+        "argv": "",
+        "command_id": command_id,
+        "chain": json.dumps(o.chain),
+        "cause_kind": "",
+        "cause": "",
+        "cause_id": None,
         "profiles": ",".join(c.profiles),
         "source": c.source,
     }
 
 
 def unavailable_row(c: Combination, version: str, why: str, command_id: int) -> dict[str, Any]:
-    o = Outcome(status="unknown", chain=[f"[unknown] pinned release {c.vllm_pin!r} unavailable: {why}"])
+    o = Outcome(
+        status="unknown", chain=[f"[unknown] pinned release {c.vllm_pin!r} unavailable: {why}"]
+    )
     row = verdict_row(c, version, o, judged=1, pinned=1, command_id=command_id)
     row.update(cause_kind="pin", cause="the pinned release")
     return row

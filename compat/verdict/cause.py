@@ -50,8 +50,9 @@ class Cause:
         if self.kind == "feature":
             return self.element.removeprefix("features.") + (f":{self.mode}" if self.mode else "")
         if self.kind == "pin":
-            return "the pinned release" + (f" ({_element_label(self.carrier)} needs a later one)"
-                                           if self.carrier else "")
+            return "the pinned release" + (
+                f" ({_element_label(self.carrier)} needs a later one)" if self.carrier else ""
+            )
         if self.kind == "recipe":
             return f"recipe field {self.element}" if self.element else "a malformed argument"
         if self.kind == "fact":
@@ -79,8 +80,11 @@ def _element_label(element: str) -> str:
 def decisive(outcome: Outcome) -> list[tuple[str, str]]:
     """(step, finding key) of the chain steps at the verdict's own status, without the '[status] ' tag."""
     tag = f"[{outcome.status}] "
-    return [(step[len(tag):], key) for step, (status, key) in zip(outcome.chain, outcome.keys, strict=True)
-            if status == outcome.status]
+    return [
+        (step[len(tag) :], key)
+        for step, (status, key) in zip(outcome.chain, outcome.keys, strict=True)
+        if status == outcome.status
+    ]
 
 
 def has(outcome: Outcome, status: str, key: str) -> bool:
@@ -100,7 +104,9 @@ def candidates(c: Combination) -> list[str]:
     if variant not in out:
         out.append(variant)  # its model id, even without args
     out += [s for s in sources if "hardware_overrides" in s]
-    out += [s for s in sources if s.startswith("strategy_overrides.") and "hardware_overrides" not in s]
+    out += [
+        s for s in sources if s.startswith("strategy_overrides.") and "hardware_overrides" not in s
+    ]
     out += [STRATEGY, "model.base_args"]
     return list(dict.fromkeys(out))
 
@@ -125,8 +131,17 @@ def renderer(repo: RecipesRepo) -> Render:
     memo: dict[tuple, Combination | None] = {}
 
     def render(c: Combination, omit: frozenset[str]) -> Combination | None:
-        key = (c.recipe, c.variant, c.strategy, c.profiles[:1], c.features, c.picks, c.gated,
-               c.sizing, omit)
+        key = (
+            c.recipe,
+            c.variant,
+            c.strategy,
+            c.profiles[:1],
+            c.features,
+            c.picks,
+            c.gated,
+            c.sizing,
+            omit,
+        )
         if key in memo:
             return memo[key]
         recipe = repo.recipes.get(c.recipe)
@@ -134,19 +149,33 @@ def renderer(repo: RecipesRepo) -> Render:
         profile = repo.hardware.get(c.profiles[0]) if c.profiles else None
         out = None
         if recipe is not None and strategy is not None and profile is not None and not c.omni:
-            syn = Synthesizer(recipe, c.variant, strategy, profile, requirements=requirements, omit=omit,
-                              sizing=c.sizing)  # the sizes the row was rendered at (its source's)
+            syn = Synthesizer(
+                recipe,
+                c.variant,
+                strategy,
+                profile,
+                requirements=requirements,
+                omit=omit,
+                sizing=c.sizing,
+            )  # the sizes the row was rendered at (its source's)
             features = [f for f in c.features if f"features.{f}" not in omit]
             result = syn.render(features, dict(c.picks), ungated=(c.feature,) if c.gated else ())
-            out = replace(c, argvs=result.argvs, model_id=syn.model, problems=(), sources=result.sources)
+            out = replace(
+                c, argvs=result.argvs, model_id=syn.model, problems=(), sources=result.sources
+            )
         memo[key] = out
         return out
 
     return render
 
 
-def causes(c: Combination, outcome: Outcome, judge: Judge, render: Render,
-           gone_later: Callable[[str], bool]) -> list[Cause]:
+def causes(
+    c: Combination,
+    outcome: Outcome,
+    judge: Judge,
+    render: Render,
+    gone_later: Callable[[str], bool],
+) -> list[Cause]:
     """The causes of a non-ok verdict: one per decisive finding, in chain order.
 
     `gone_later(key)` says whether a later release no longer has finding `key` for the same
@@ -179,8 +208,15 @@ def causes(c: Combination, outcome: Outcome, judge: Judge, render: Render,
             mode = dict(c.picks).get(explained.removeprefix("features."), "")
             found.append(Cause("feature", explained, mode=mode, finding=step, finding_key=key))
         elif outcome.status == "blocked" and gone_later(key):
-            found.append(Cause("pin", "model.min_vllm_version", carrier=explained or "", finding=step,
-                               finding_key=key))
+            found.append(
+                Cause(
+                    "pin",
+                    "model.min_vllm_version",
+                    carrier=explained or "",
+                    finding=step,
+                    finding_key=key,
+                )
+            )
         elif explained is not None:
             found.append(Cause(kind_of(explained), explained, finding=step, finding_key=key))
         else:

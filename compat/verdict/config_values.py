@@ -30,7 +30,9 @@ _FALSE = {"0", "off", "f", "false", "n", "no"}
 class ClassSchema:
     name: str
     extra: str  # forbid | ignore | allow | unknown
-    fields: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {type, default, validators, file, line}
+    fields: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # name -> {type, default, validators, file, line}
     model_validators: list[dict[str, Any]] = field(default_factory=list)
     file: str = ""
     line: int = 0
@@ -60,10 +62,14 @@ def schemas_from_rows(rows: list[dict[str, Any]]) -> dict[str, ClassSchema]:
             cls.extra, cls.file, cls.line = r["extra"], r["file"], r["line"]
             cls.model_validators = json.loads(r["validators"] or "[]")
             continue
-        cls.fields[r["field"]] = {"type": json.loads(r["type"]), "default": json.loads(r["default"]),
-                                  "default_kind": r["default_kind"],
-                                  "validators": json.loads(r["validators"] or "[]"),
-                                  "file": r["file"], "line": r["line"]}
+        cls.fields[r["field"]] = {
+            "type": json.loads(r["type"]),
+            "default": json.loads(r["default"]),
+            "default_kind": r["default_kind"],
+            "validators": json.loads(r["validators"] or "[]"),
+            "file": r["file"],
+            "line": r["line"],
+        }
     return out
 
 
@@ -76,7 +82,10 @@ class Validator:
         from compat.verdict.serve_rules import ConfigObject
 
         schema = self.schemas.get(cls_name)
-        defaults = {n: (f["default"], f["default_kind"]) for n, f in (schema.fields.items() if schema else [])}
+        defaults = {
+            n: (f["default"], f["default_kind"])
+            for n, f in (schema.fields.items() if schema else [])
+        }
         return ConfigObject(cls_name, data, defaults)
 
     def validate(self, cls_name: str, value: Any) -> Outcome:
@@ -94,26 +103,43 @@ class Validator:
         if schema.file:
             out.evidence.append(f"{schema.file}:{schema.line}")
         if not isinstance(value, dict):
-            out.errors.append(PydanticError(loc, "dataclass_type",
-                                            f"Input should be a dictionary or an instance of {name}", value))
+            out.errors.append(
+                PydanticError(
+                    loc,
+                    "dataclass_type",
+                    f"Input should be a dictionary or an instance of {name}",
+                    value,
+                )
+            )
             return
         for fname, f in schema.fields.items():
             if fname in value:
                 self._field(f, value[fname], (*loc, fname), out)
             elif f["default_kind"] == "required":
-                out.errors.append(PydanticError((*loc, fname), "missing_argument", "Missing required argument",
-                                                value))
+                out.errors.append(
+                    PydanticError(
+                        (*loc, fname), "missing_argument", "Missing required argument", value
+                    )
+                )
         for key, item in value.items():
             if key in schema.fields:
                 continue
             if schema.extra == "forbid":
-                out.errors.append(PydanticError((*loc, key), "unexpected_keyword_argument",
-                                                "Unexpected keyword argument", item))
+                out.errors.append(
+                    PydanticError(
+                        (*loc, key),
+                        "unexpected_keyword_argument",
+                        "Unexpected keyword argument",
+                        item,
+                    )
+                )
             elif schema.extra == "unknown":
                 out.unchecked.append(f"{name}: whether unknown keys such as {key!r} are allowed")
         if schema.model_validators:
-            out.unchecked.append(f"{name}: model validator {schema.model_validators[0]['func']} "
-                                 f"({schema.model_validators[0]['file']}:{schema.model_validators[0]['line']})")
+            out.unchecked.append(
+                f"{name}: model validator {schema.model_validators[0]['func']} "
+                f"({schema.model_validators[0]['file']}:{schema.model_validators[0]['line']})"
+            )
 
     def _field(self, f: dict[str, Any], value: Any, loc: tuple[str, ...], out: Outcome) -> None:
         out.evidence.append(f"{f['file']}:{f['line']}")
@@ -142,9 +168,13 @@ class Validator:
                     return
                 if v.get("message"):
                     msg = _render(v["message"], {"value": value}, members)
-                    out.errors.append(PydanticError(loc, "value_error", f"Value error, {msg}", value))
+                    out.errors.append(
+                        PydanticError(loc, "value_error", f"Value error, {msg}", value)
+                    )
                 else:
-                    out.raised = out.raised or f"KeyError: {key!r}"  # E[name] outside pydantic's errors
+                    out.raised = (
+                        out.raised or f"KeyError: {key!r}"
+                    )  # E[name] outside pydantic's errors
                 return
             elif kind in ("enum_name", "transform") and v["mode"] == "before":
                 pass  # a value that is not a str passes through unchanged
@@ -163,7 +193,9 @@ class Validator:
             for v in f["validators"]:
                 if v.get("kind") == "allowed" and value not in v["values"]:
                     msg = _render(v.get("message", ""), {"value": value}, {})
-                    out.errors.append(PydanticError(loc, "value_error", f"Value error, {msg}", value))
+                    out.errors.append(
+                        PydanticError(loc, "value_error", f"Value error, {msg}", value)
+                    )
 
     # ---- values
 
@@ -189,12 +221,16 @@ class Validator:
             if any(r.unchecked or r.raised for r in results):
                 out.unchecked.append(f"{'.'.join(loc)}: union of {len(non_none)} types")
                 return
-            out.unchecked.append(f"{'.'.join(loc)}: no member of a {len(non_none)}-type union accepts "
-                                 f"{value!r} (pydantic's union error text not modelled)")
+            out.unchecked.append(
+                f"{'.'.join(loc)}: no member of a {len(non_none)}-type union accepts "
+                f"{value!r} (pydantic's union error text not modelled)"
+            )
             return
         if t == "none":
             if value is not None:
-                out.errors.append(PydanticError(loc, "none_required", "Input should be None", value))
+                out.errors.append(
+                    PydanticError(loc, "none_required", "Input should be None", value)
+                )
             return
         if t == "bool":
             self._bool(value, loc, out)
@@ -204,31 +240,44 @@ class Validator:
             self._float(value, loc, out)
         elif t == "str":
             if not isinstance(value, str):
-                out.errors.append(PydanticError(loc, "string_type", "Input should be a valid string", value))
+                out.errors.append(
+                    PydanticError(loc, "string_type", "Input should be a valid string", value)
+                )
         elif t == "literal":
             values = spec["values"]
             if not any(value == v and type(value) is type(v) for v in values):
-                out.errors.append(PydanticError(loc, "literal_error", f"Input should be {_expected(values)}",
-                                                value))
+                out.errors.append(
+                    PydanticError(
+                        loc, "literal_error", f"Input should be {_expected(values)}", value
+                    )
+                )
         elif t == "enum":
             members = spec.get("members") or {}
             values = [v for v in members.values()]
             if value not in values or isinstance(value, (list, dict)):
                 if any(v is None for v in values):
-                    out.unchecked.append(f"{'.'.join(loc)}: enum {spec.get('name')} has computed values")
+                    out.unchecked.append(
+                        f"{'.'.join(loc)}: enum {spec.get('name')} has computed values"
+                    )
                     return
-                out.errors.append(PydanticError(loc, "enum", f"Input should be {_expected(values)}", value))
+                out.errors.append(
+                    PydanticError(loc, "enum", f"Input should be {_expected(values)}", value)
+                )
         elif t == "class":
             self._class(spec["name"], value, loc, out)
         elif t == "list":
             if not isinstance(value, list):
-                out.errors.append(PydanticError(loc, "list_type", "Input should be a valid list", value))
+                out.errors.append(
+                    PydanticError(loc, "list_type", "Input should be a valid list", value)
+                )
                 return
             for i, item in enumerate(value):
                 self._value(spec["of"], item, (*loc, str(i)), out)
         elif t == "tuple":
             if not isinstance(value, list):
-                out.errors.append(PydanticError(loc, "tuple_type", "Input should be a valid tuple", value))
+                out.errors.append(
+                    PydanticError(loc, "tuple_type", "Input should be a valid tuple", value)
+                )
                 return
             if len(value) != len(spec["items"]):
                 out.unchecked.append(f"{'.'.join(loc)}: fixed-length tuple of another length")
@@ -237,23 +286,37 @@ class Validator:
                 self._value(item_spec, item, (*loc, str(i)), out)
         elif t == "dict":
             if not isinstance(value, dict):
-                out.errors.append(PydanticError(loc, "dict_type", "Input should be a valid dictionary", value))
+                out.errors.append(
+                    PydanticError(loc, "dict_type", "Input should be a valid dictionary", value)
+                )
                 return
             for k, item in value.items():
                 self._value(spec["value"], item, (*loc, str(k)), out)
         elif t == "bounded":
             before = len(out.errors)
             self._value(spec["of"], value, loc, out)
-            if len(out.errors) == before and isinstance(value, (int, float)) and not isinstance(value, bool):
-                for op, word, fails in (("ge", "greater than or equal to", lambda a, b: a < b),
-                                        ("gt", "greater than", lambda a, b: a <= b),
-                                        ("le", "less than or equal to", lambda a, b: a > b),
-                                        ("lt", "less than", lambda a, b: a >= b)):
+            if (
+                len(out.errors) == before
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+            ):
+                for op, word, fails in (
+                    ("ge", "greater than or equal to", lambda a, b: a < b),
+                    ("gt", "greater than", lambda a, b: a <= b),
+                    ("le", "less than or equal to", lambda a, b: a > b),
+                    ("lt", "less than", lambda a, b: a >= b),
+                ):
                     bound = spec.get(op)
                     if bound is not None and fails(value, bound):
-                        kind = {"ge": "greater_than_equal", "gt": "greater_than", "le": "less_than_equal",
-                                "lt": "less_than"}[op]
-                        out.errors.append(PydanticError(loc, kind, f"Input should be {word} {bound}", value))
+                        kind = {
+                            "ge": "greater_than_equal",
+                            "gt": "greater_than",
+                            "le": "less_than_equal",
+                            "lt": "less_than",
+                        }[op]
+                        out.errors.append(
+                            PydanticError(loc, kind, f"Input should be {word} {bound}", value)
+                        )
                         break
         else:
             out.unchecked.append(f"{'.'.join(loc)}: type {spec.get('name') or t} not modelled")
@@ -266,25 +329,43 @@ class Validator:
         if isinstance(value, (int, float)) and value in (0, 1):
             return
         if isinstance(value, (str, int, float)):
-            out.errors.append(PydanticError(loc, "bool_parsing",
-                                            "Input should be a valid boolean, unable to interpret input", value))
+            out.errors.append(
+                PydanticError(
+                    loc,
+                    "bool_parsing",
+                    "Input should be a valid boolean, unable to interpret input",
+                    value,
+                )
+            )
         else:
-            out.errors.append(PydanticError(loc, "bool_type", "Input should be a valid boolean", value))
+            out.errors.append(
+                PydanticError(loc, "bool_type", "Input should be a valid boolean", value)
+            )
 
     def _int(self, value: Any, loc: tuple[str, ...], out: Outcome) -> None:
         if isinstance(value, bool) or isinstance(value, int):
             return
         if isinstance(value, float):
             if value != int(value):
-                out.errors.append(PydanticError(
-                    loc, "int_from_float", "Input should be a valid integer, got a number with a fractional part",
-                    value))
+                out.errors.append(
+                    PydanticError(
+                        loc,
+                        "int_from_float",
+                        "Input should be a valid integer, got a number with a fractional part",
+                        value,
+                    )
+                )
             return
         if isinstance(value, str):
             if not re.fullmatch(r"\s*[+-]?\d+(_\d+)*\s*", value):
-                out.errors.append(PydanticError(
-                    loc, "int_parsing", "Input should be a valid integer, unable to parse string as an integer",
-                    value))
+                out.errors.append(
+                    PydanticError(
+                        loc,
+                        "int_parsing",
+                        "Input should be a valid integer, unable to parse string as an integer",
+                        value,
+                    )
+                )
             return
         out.errors.append(PydanticError(loc, "int_type", "Input should be a valid integer", value))
 
@@ -295,9 +376,14 @@ class Validator:
             try:
                 float(value)
             except ValueError:
-                out.errors.append(PydanticError(
-                    loc, "float_parsing", "Input should be a valid number, unable to parse string as a number",
-                    value))
+                out.errors.append(
+                    PydanticError(
+                        loc,
+                        "float_parsing",
+                        "Input should be a valid number, unable to parse string as a number",
+                        value,
+                    )
+                )
             return
         out.errors.append(PydanticError(loc, "float_type", "Input should be a valid number", value))
 
@@ -353,8 +439,13 @@ def _render(template: str, env: dict[str, Any], members: dict[str, Any]) -> str:
             src = ast.unparse(v.value)
             if isinstance(v.value, ast.Name) and v.value.id in env:
                 parts.append(str(env[v.value.id]))
-            elif ".join(" in src and "__members__" in src and isinstance(v.value, ast.Call) \
-                    and isinstance(v.value.func, ast.Attribute) and isinstance(v.value.func.value, ast.Constant):
+            elif (
+                ".join(" in src
+                and "__members__" in src
+                and isinstance(v.value, ast.Call)
+                and isinstance(v.value.func, ast.Attribute)
+                and isinstance(v.value.func.value, ast.Constant)
+            ):
                 parts.append(v.value.func.value.value.join(members))
             else:
                 parts.append("{" + src + "}")
@@ -375,7 +466,8 @@ def format_errors(title: str, errors: list[PydanticError]) -> str:
     lines = [f"{n} validation error{'s' if n != 1 else ''} for {title}"]
     for e in errors:
         lines.append(".".join(e.loc) if e.loc else title)
-        lines.append(f"  {e.msg} [type={e.type}, input_value={input_repr(e.input)}, "
-                     f"input_type={type(e.input).__name__}]")
+        lines.append(
+            f"  {e.msg} [type={e.type}, input_value={input_repr(e.input)}, "
+            f"input_type={type(e.input).__name__}]"
+        )
     return "\n".join(lines)
-

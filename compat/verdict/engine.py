@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from functools import lru_cache
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from compat.hf import ModelFacts, ModelResolver
@@ -22,13 +22,15 @@ from compat.verdict.config_values import format_errors
 from compat.verdict.knowledge import Knowledge
 from compat.verdict.shell import ShellVars
 from compat.vllm.cli_surface import INTERNAL_FIELDS
-from compat.vocab import status_rank, worst
 from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
+from compat.vocab import status_rank, worst
 
 #: The chain tag of a step that explains without deciding (e.g. "decided without the model config").
 NOTE = "note"
-PP_MSG = ("Pipeline parallelism is not supported for this model. "
-          "Supported models implement the `SupportsPP` interface.")
+PP_MSG = (
+    "Pipeline parallelism is not supported for this model. "
+    "Supported models implement the `SupportsPP` interface."
+)
 EP_MSG = "Number of experts in the model must be greater than 0 when expert parallelism is enabled."
 INTERNAL_SPEC_FIELDS = INTERNAL_FIELDS["SpeculativeConfig"]
 # Speculative methods whose draft vLLM derives from the target's own config (hf_config_override).
@@ -44,7 +46,9 @@ class Finding:
     # argument: vLLM's argument handling (parse, validate_parsed_serve_args, API-server checks);
     # config: rejected while building the config; startup: at model load / engine start
     stage: str = "config"
-    key: str = ""  # what failed, the same at every release ('flag:--nnodes', 'target_pp'); '' = the step
+    key: str = (
+        ""  # what failed, the same at every release ('flag:--nnodes', 'target_pp'); '' = the step
+    )
     # A note explains without deciding: it is in the chain (tagged `[note]`), never in the status.
     note: bool = False
 
@@ -78,9 +82,13 @@ class Outcome:
     message: str = ""
     chain: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
-    config_status: str = "ok"  # the verdict counting only config-time checks (what golden data covers)
+    config_status: str = (
+        "ok"  # the verdict counting only config-time checks (what golden data covers)
+    )
     version: str = ""
-    keys: list[tuple[str, str]] = field(default_factory=list)  # (status, finding_key) per chain step
+    keys: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (status, finding_key) per chain step
     findings: list[Finding] = field(default_factory=list)  # every step, as added
 
     def add(self, f: Finding) -> None:
@@ -89,7 +97,9 @@ class Outcome:
         if f.note:  # context for the reader; decides nothing
             self.chain.append(f"[{NOTE}] {f.step}")
             return
-        if f.stage in ("argument", "config") and status_rank(f.status) > status_rank(self.config_status):
+        if f.stage in ("argument", "config") and status_rank(f.status) > status_rank(
+            self.config_status
+        ):
             self.config_status = f.status
         self.chain.append(f"[{f.status}] {f.step}")
         for e in f.evidence:
@@ -105,7 +115,9 @@ class Outcome:
     @property
     def reason(self) -> str:
         decisive = [c for c in self.chain if c.startswith(f"[{self.status}]")]
-        return (decisive[0] if decisive else (self.chain[-1] if self.chain else ""))[len(self.status) + 3:]
+        return (decisive[0] if decisive else (self.chain[-1] if self.chain else ""))[
+            len(self.status) + 3 :
+        ]
 
 
 @lru_cache(maxsize=8192)
@@ -148,9 +160,15 @@ NODE_POSITION_FLAGS = frozenset({"--node-rank", "--headless", "--data-parallel-s
 
 def _layout(args: ServeArgs) -> tuple:
     """What the model checks read of an argv: everything but the node-position flags."""
-    return (args.model, tuple(args.positionals),
-            tuple((t.flag, t.subkey, t.value, t.negated) for t in args.tokens
-                  if t.flag not in NODE_POSITION_FLAGS))
+    return (
+        args.model,
+        tuple(args.positionals),
+        tuple(
+            (t.flag, t.subkey, t.value, t.negated)
+            for t in args.tokens
+            if t.flag not in NODE_POSITION_FLAGS
+        ),
+    )
 
 
 def _cls_ev(cap: dict[str, Any] | None) -> str:
@@ -160,8 +178,13 @@ def _cls_ev(cap: dict[str, Any] | None) -> str:
 class Judge:
     """Decides combinations at one release; caches per model and speculative config."""
 
-    def __init__(self, k: Knowledge, models: ModelResolver,
-                 recipe_moe: dict[str, bool] | None = None, shell: ShellVars | None = None) -> None:
+    def __init__(
+        self,
+        k: Knowledge,
+        models: ModelResolver,
+        recipe_moe: dict[str, bool] | None = None,
+        shell: ShellVars | None = None,
+    ) -> None:
         self.k = k
         self.models = models
         # Placeholders the recipes define ($HEAD_IP, ...): values the user's shell supplies.
@@ -180,8 +203,13 @@ class Judge:
     def judge(self, c: Combination) -> Outcome:
         out = Outcome(version=self.k.version)
         if c.omni:
-            out.add(Finding("unknown", "served by vLLM-Omni (meta.tasks has omni), a separate package "
-                            "with its own flags; not checked against vLLM"))
+            out.add(
+                Finding(
+                    "unknown",
+                    "served by vLLM-Omni (meta.tasks has omni), a separate package "
+                    "with its own flags; not checked against vLLM",
+                )
+            )
             return out
         for p in c.problems:
             out.add(Finding("unknown", f"recipe problem: {p}"))
@@ -193,10 +221,16 @@ class Judge:
             checked = self.arguments(argv)
             if checked is None:  # no argparse facts for this release, or a rewrite not verified
                 if self.k.values and not argv_rewrite_verified(self.k):
-                    out.add(Finding("ok", f"{prefix}vLLM {self.k.version}'s argv rewrite "
-                                    f"(FlexibleArgumentParser.parse_args) is not one the argument replay is "
-                                    "verified against; flag names are checked, and what the replay rejects "
-                                    "is unknown", note=True))
+                    out.add(
+                        Finding(
+                            "ok",
+                            f"{prefix}vLLM {self.k.version}'s argv rewrite "
+                            f"(FlexibleArgumentParser.parse_args) is not one the argument replay is "
+                            "verified against; flag names are checked, and what the replay rejects "
+                            "is unknown",
+                            note=True,
+                        )
+                    )
                     for f in self.unverified_arguments(argv):
                         out.add(f.on_node(prefix))
                 for f in self._flags(args, prefix):
@@ -232,8 +266,16 @@ class Judge:
             status = af.status
             if partial and af.key[:1] == ("unrecognized",):
                 status = "unknown"  # the flag list of this release is incomplete
-            out.append(Finding(status, af.step, af.message, [e for e in af.evidence if e], "argument",
-                               "arg:" + "|".join(af.key)))
+            out.append(
+                Finding(
+                    status,
+                    af.step,
+                    af.message,
+                    [e for e in af.evidence if e],
+                    "argument",
+                    "arg:" + "|".join(af.key),
+                )
+            )
         self._arg_cache[key] = out
         return out
 
@@ -248,10 +290,23 @@ class Judge:
         for af in check_arguments(self.k, list(argv), self.shell).findings:
             if af.key[:1] == ("unrecognized",):
                 continue  # _flags says which names the release lacks
-            step = af.step if af.status != "blocked" else (
-                f"{af.step} (by the argument replay, not verified for vLLM {self.k.version}'s argv rewrite)")
-            out.append(Finding("unknown" if af.status == "blocked" else af.status, step, af.message,
-                               [e for e in af.evidence if e], "argument", "arg:" + "|".join(af.key)))
+            step = (
+                af.step
+                if af.status != "blocked"
+                else (
+                    f"{af.step} (by the argument replay, not verified for vLLM {self.k.version}'s argv rewrite)"
+                )
+            )
+            out.append(
+                Finding(
+                    "unknown" if af.status == "blocked" else af.status,
+                    step,
+                    af.message,
+                    [e for e in af.evidence if e],
+                    "argument",
+                    "arg:" + "|".join(af.key),
+                )
+            )
         self._arg_cache[key] = out
         return out
 
@@ -260,26 +315,46 @@ class Judge:
         and values when the engine config is built (pydantic, extra forbidden)."""
         spec = args.speculative_config
         sp = self.k.serve_parser
-        if not isinstance(spec, dict) or sp is None or "SpeculativeConfig" not in sp.validator.schemas:
+        if (
+            not isinstance(spec, dict)
+            or sp is None
+            or "SpeculativeConfig" not in sp.validator.schemas
+        ):
             return []
         res = sp.validator.validate("SpeculativeConfig", spec)
         # Fields vLLM fills itself are not keys a user sets (research §5.1); method and model
         # are judged by the speculative checks.
-        errors = [e for e in res.errors if e.type == "unexpected_keyword_argument" or (
-            e.loc and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
-            and e.type != "missing_argument")]
+        errors = [
+            e
+            for e in res.errors
+            if e.type == "unexpected_keyword_argument"
+            or (
+                e.loc
+                and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
+                and e.type != "missing_argument"
+            )
+        ]
         if not errors:
             return []
         msg = format_errors("SpeculativeConfig", errors)
         heads = "; ".join(f"{'.'.join(e.loc)}: {e.msg}" for e in errors)
-        return [Finding("blocked", f"{prefix}--speculative-config: SpeculativeConfig of vLLM {self.k.version} "
-                        f"rejects it ({heads})", msg, res.evidence[:2],
-                        key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}")]
+        return [
+            Finding(
+                "blocked",
+                f"{prefix}--speculative-config: SpeculativeConfig of vLLM {self.k.version} "
+                f"rejects it ({heads})",
+                msg,
+                res.evidence[:2],
+                key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}",
+            )
+        ]
 
     def _flags(self, args: ServeArgs, prefix: str) -> list[Finding]:
         k = self.k
         if not k.flags:
-            return [Finding("unknown", f"{prefix}CLI flags of vLLM {k.version} could not be extracted")]
+            return [
+                Finding("unknown", f"{prefix}CLI flags of vLLM {k.version} could not be extracted")
+            ]
         out = []
         for t in args.tokens:
             row = known_flag(k, t)
@@ -288,33 +363,59 @@ class Judge:
                 if k.flags[t.flag]["value_type"] in ("bool", "bool_or_str"):
                     row = k.flags[t.flag]
                 else:
-                    out.append(Finding("unknown", f"{prefix}{t.raw}: {t.flag} exists in vLLM {k.version} but "
-                                       f"is not known to be boolean (type {k.flags[t.flag]['value_type']})"))
+                    out.append(
+                        Finding(
+                            "unknown",
+                            f"{prefix}{t.raw}: {t.flag} exists in vLLM {k.version} but "
+                            f"is not known to be boolean (type {k.flags[t.flag]['value_type']})",
+                        )
+                    )
                     continue
             if row is None and any(ch.isspace() for ch in t.raw):
                 # One argv item holding a space: argparse takes it for a positional, not an option.
-                out.append(Finding(
-                    "blocked", f"{prefix}argument {t.raw!r} is a single argv item containing a space; "
-                    "argparse treats it as a positional, not an option (split it into two items)",
-                    f"vllm serve: error: unrecognized arguments: {t.raw}", key=f"{prefix}argv-space:{t.raw}"))
+                out.append(
+                    Finding(
+                        "blocked",
+                        f"{prefix}argument {t.raw!r} is a single argv item containing a space; "
+                        "argparse treats it as a positional, not an option (split it into two items)",
+                        f"vllm serve: error: unrecognized arguments: {t.raw}",
+                        key=f"{prefix}argv-space:{t.raw}",
+                    )
+                )
                 continue
             if row is None:
-                out.append(Finding(
-                    "blocked", f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
-                    f"vllm serve: error: unrecognized arguments: {t.raw}", key=f"{prefix}flag:{t.flag}"))
+                out.append(
+                    Finding(
+                        "blocked",
+                        f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
+                        f"vllm serve: error: unrecognized arguments: {t.raw}",
+                        key=f"{prefix}flag:{t.flag}",
+                    )
+                )
                 continue
             if t.subkey:
                 keys = k.subkeys.get(row["canonical"])
                 top = t.subkey.split(".")[0].rstrip("+")
                 if keys and top not in keys:
-                    out.append(Finding(
-                        "blocked", f"{prefix}{t.raw}: {top!r} is not a field of the config behind "
-                        f"{row['canonical']} in vLLM {k.version}",
-                        f"{top}: Extra inputs are not permitted", [f"{row['file']}:{row['line']}"],
-                        key=f"{prefix}subkey:{row['canonical']}.{top}"))
+                    out.append(
+                        Finding(
+                            "blocked",
+                            f"{prefix}{t.raw}: {top!r} is not a field of the config behind "
+                            f"{row['canonical']} in vLLM {k.version}",
+                            f"{top}: Extra inputs are not permitted",
+                            [f"{row['file']}:{row['line']}"],
+                            key=f"{prefix}subkey:{row['canonical']}.{top}",
+                        )
+                    )
         if args.speculative_config_error:
-            out.append(Finding("blocked", f"{prefix}--speculative-config is not valid JSON: "
-                               f"{args.speculative_config_error}", args.speculative_config_error))
+            out.append(
+                Finding(
+                    "blocked",
+                    f"{prefix}--speculative-config is not valid JSON: "
+                    f"{args.speculative_config_error}",
+                    args.speculative_config_error,
+                )
+            )
         return out
 
     def _parsers(self, args: ServeArgs, prefix: str, tool: bool = True) -> list[Finding]:
@@ -322,82 +423,168 @@ class Judge:
         k, out = self.k, []
         checks = []
         if tool and args.tool_call_parser and args.enable_auto_tool_choice:
-            checks.append(("tool", args.tool_call_parser, "--tool-call-parser",
-                           f"invalid tool call parser: {args.tool_call_parser}"))
+            checks.append(
+                (
+                    "tool",
+                    args.tool_call_parser,
+                    "--tool-call-parser",
+                    f"invalid tool call parser: {args.tool_call_parser}",
+                )
+            )
         if args.reasoning_parser and args.reasoning_parser != "none":
-            checks.append(("reasoning", args.reasoning_parser, "--reasoning-parser",
-                           f"invalid reasoning parser: {args.reasoning_parser}"))
-        plugins = {t.flag for t in args.tokens} & {"--tool-parser-plugin", "--reasoning-parser-plugin"}
+            checks.append(
+                (
+                    "reasoning",
+                    args.reasoning_parser,
+                    "--reasoning-parser",
+                    f"invalid reasoning parser: {args.reasoning_parser}",
+                )
+            )
+        plugins = {t.flag for t in args.tokens} & {
+            "--tool-parser-plugin",
+            "--reasoning-parser-plugin",
+        }
         for kind, name, flag, msg in checks:
-            names = k.parsers.get(kind) or set()  # defaultdict: .get gives None for a kind with no rows
+            names = (
+                k.parsers.get(kind) or set()
+            )  # defaultdict: .get gives None for a kind with no rows
             if name not in names and f"--{kind}-parser-plugin" in plugins:
-                out.append(Finding("unknown", f"{prefix}{flag} {name} is not built into vLLM {k.version}; "
-                                   f"a --{kind}-parser-plugin may register it"))
+                out.append(
+                    Finding(
+                        "unknown",
+                        f"{prefix}{flag} {name} is not built into vLLM {k.version}; "
+                        f"a --{kind}-parser-plugin may register it",
+                    )
+                )
                 continue
             if not names:
-                out.append(Finding("unknown", f"{prefix}{kind} parsers of vLLM {k.version} unknown"))
+                out.append(
+                    Finding("unknown", f"{prefix}{kind} parsers of vLLM {k.version} unknown")
+                )
             elif name not in names:
-                out.append(Finding("blocked", f"{prefix}{flag} {name} is not registered in vLLM {k.version} "
-                                   f"(a --{kind}-parser-plugin could add it)", msg,
-                                   key=f"{prefix}parser:{kind}:{name}"))
+                out.append(
+                    Finding(
+                        "blocked",
+                        f"{prefix}{flag} {name} is not registered in vLLM {k.version} "
+                        f"(a --{kind}-parser-plugin could add it)",
+                        msg,
+                        key=f"{prefix}parser:{kind}:{name}",
+                    )
+                )
         return out
 
     # -- model, parallelism, speculative decoding ---------------------------------
-    def _model(self, c: Combination, args: ServeArgs, facts: ModelFacts, prefix: str) -> list[Finding]:
+    def _model(
+        self, c: Combination, args: ServeArgs, facts: ModelFacts, prefix: str
+    ) -> list[Finding]:
         k, out = self.k, []
         pp, ep = args.pipeline_parallel_size, args.enable_expert_parallel
         if facts.status != "resolved" and facts.candidates:
             return self._over_candidates(c, args, facts, prefix)
         if facts.status != "resolved" or not facts.architectures:
-            return self._without_target(c, args, facts, prefix, f"model config of {c.model_id} unresolved") or [
-                Finding("unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}")]
+            return self._without_target(
+                c, args, facts, prefix, f"model config of {c.model_id} unresolved"
+            ) or [
+                Finding(
+                    "unknown", f"{prefix}model config of {c.model_id} unresolved: {facts.reason}"
+                )
+            ]
         arch = facts.architectures[0]
         cap = k.caps.get((c.platform, arch))
         src = f"{facts.source}{' (inferred)' if facts.inferred else ''}"
         if cap is None:
-            missing = (f"{arch} ({c.model_id}, from {src}) is not in vLLM {k.version}'s registry; "
-                       "vLLM may fall back to the Transformers backend")
-            return self._without_target(c, args, facts, prefix, missing) or [Finding("unknown", prefix + missing)]
+            missing = (
+                f"{arch} ({c.model_id}, from {src}) is not in vLLM {k.version}'s registry; "
+                "vLLM may fall back to the Transformers backend"
+            )
+            return self._without_target(c, args, facts, prefix, missing) or [
+                Finding("unknown", prefix + missing)
+            ]
         if pp > 1:
             if cap["supports_pp"] is None:
-                out.append(Finding("unknown", f"{prefix}supports_pp of {arch} unknown at {k.version}"))
+                out.append(
+                    Finding("unknown", f"{prefix}supports_pp of {arch} unknown at {k.version}")
+                )
             elif not cap["supports_pp"]:
-                out.append(Finding("blocked", f"{prefix}--pipeline-parallel-size {pp}: target {arch} -> "
-                                   f"{cap['class_path']} does not support PP in vLLM {k.version}", PP_MSG,
-                                   [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")],
-                                   key=f"{prefix}target_pp"))
+                out.append(
+                    Finding(
+                        "blocked",
+                        f"{prefix}--pipeline-parallel-size {pp}: target {arch} -> "
+                        f"{cap['class_path']} does not support PP in vLLM {k.version}",
+                        PP_MSG,
+                        [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")],
+                        key=f"{prefix}target_pp",
+                    )
+                )
             else:
-                out.append(Finding("ok", f"{prefix}target {arch} -> {cap['class_path']} supports PP"))
+                out.append(
+                    Finding("ok", f"{prefix}target {arch} -> {cap['class_path']} supports PP")
+                )
         if facts.is_moe is None and c.recipe in self.recipe_moe:
             facts = replace(facts, is_moe=self.recipe_moe[c.recipe], inferred=True)
             src = f"{src}; expert count unknown, MoE-ness from the recipe's model.architecture"
         if ep:
             if facts.is_moe is None:
-                out.append(Finding("unknown", f"{prefix}--enable-expert-parallel: expert count of "
-                                   f"{c.model_id} unknown"))
+                out.append(
+                    Finding(
+                        "unknown",
+                        f"{prefix}--enable-expert-parallel: expert count of {c.model_id} unknown",
+                    )
+                )
             elif not facts.is_moe:
-                out.append(Finding("blocked", f"{prefix}--enable-expert-parallel on {c.model_id}, which has no "
-                                   f"experts ({src})", EP_MSG, [k.raise_at("Number of experts in the model")],
-                                   key=f"{prefix}ep_moe"))
+                out.append(
+                    Finding(
+                        "blocked",
+                        f"{prefix}--enable-expert-parallel on {c.model_id}, which has no "
+                        f"experts ({src})",
+                        EP_MSG,
+                        [k.raise_at("Number of experts in the model")],
+                        key=f"{prefix}ep_moe",
+                    )
+                )
         meta: dict[str, Any] = {}
         if args.speculative_config is not None:
-            key = (c.platform, c.model_id, arch, json.dumps(args.speculative_config, sort_keys=True), pp)
+            key = (
+                c.platform,
+                c.model_id,
+                arch,
+                json.dumps(args.speculative_config, sort_keys=True),
+                pp,
+            )
             if key not in self._spec_cache:
                 self._meta = {}
                 self._spec_cache[key] = (self._spec(c.platform, args, facts, cap), self._meta)
             spec_findings, meta = self._spec_cache[key]
             out += [f.on_node(prefix) for f in spec_findings]
-        ctx = gates.context(k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap"))
+        ctx = gates.context(
+            k, args, facts, cap, meta.get("method"), meta.get("draft_pp"), meta.get("draft_cap")
+        )
         for status, rule, row in self._gates(ctx):
-            out.append(Finding(status, f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
-                               gates.message(rule, ctx, cap),
-                               [f"{row['file']}:{row['line']}" if row.get("file") else ""],
-                               "startup" if rule.effect == "startup_error" else "config",
-                               key=f"{prefix}gate:{rule.id}"))
-        if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") and not cap.get("supports_encoder_tp_data"):
-            out.append(Finding("warning", f"{prefix}{arch} does not support --mm-encoder-tp-mode data; vLLM "
-                               "falls back to weights", "This model does not support `--mm-encoder-tp-mode data`. "
-                               "Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)]))
+            out.append(
+                Finding(
+                    status,
+                    f"{prefix}gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
+                    gates.message(rule, ctx, cap),
+                    [f"{row['file']}:{row['line']}" if row.get("file") else ""],
+                    "startup" if rule.effect == "startup_error" else "config",
+                    key=f"{prefix}gate:{rule.id}",
+                )
+            )
+        if (
+            args.mm_encoder_tp_mode == "data"
+            and cap.get("supports_multimodal")
+            and not cap.get("supports_encoder_tp_data")
+        ):
+            out.append(
+                Finding(
+                    "warning",
+                    f"{prefix}{arch} does not support --mm-encoder-tp-mode data; vLLM "
+                    "falls back to weights",
+                    "This model does not support `--mm-encoder-tp-mode data`. "
+                    "Falling back to `--mm-encoder-tp-mode weights`.",
+                    [_cls_ev(cap)],
+                )
+            )
         return out
 
     def _gates(self, ctx: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
@@ -411,31 +598,49 @@ class Judge:
             hits = self._gate_hits[key] = gates.apply(self.k, ctx)
         return hits
 
-    def _over_candidates(self, c: Combination, args: ServeArgs, facts: ModelFacts,
-                         prefix: str) -> list[Finding]:
+    def _over_candidates(
+        self, c: Combination, args: ServeArgs, facts: ModelFacts, prefix: str
+    ) -> list[Finding]:
         """The id's config is unknown but vLLM names the architectures it can be: decide only
         when every candidate leads to the same verdict (status and vLLM message)."""
         results = []
         for cand in facts.candidates:
-            f = replace(facts, status="resolved", architectures=(cand,), inferred=True,
-                        source="vllm candidates", candidates=())
+            f = replace(
+                facts,
+                status="resolved",
+                architectures=(cand,),
+                inferred=True,
+                source="vllm candidates",
+                candidates=(),
+            )
             found = self._model(c, args, f, prefix)
             verdict = worst(x.status for x in found if not x.note).value
-            msg = next((x.message for x in found if not x.note and x.status == verdict and x.message), "")
+            msg = next(
+                (x.message for x in found if not x.note and x.status == verdict and x.message), ""
+            )
             results.append((cand, verdict, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
             cand, verdict, _, found = results[0]
-            head = Finding("ok", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
-                           f"{names}; every candidate gives the same verdict ({verdict}), shown for {cand}",
-                           note=True)
+            head = Finding(
+                "ok",
+                f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
+                f"{names}; every candidate gives the same verdict ({verdict}), shown for {cand}",
+                note=True,
+            )
             return [head, *found]
         split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
-        return [Finding("unknown", f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
-                        f"{names} and they disagree ({split})")]
+        return [
+            Finding(
+                "unknown",
+                f"{prefix}model config of {c.model_id} unresolved; vLLM lists it under "
+                f"{names} and they disagree ({split})",
+            )
+        ]
 
-    def _without_target(self, c: Combination, args: ServeArgs, facts: ModelFacts,
-                        prefix: str, missing: str) -> list[Finding] | None:
+    def _without_target(
+        self, c: Combination, args: ServeArgs, facts: ModelFacts, prefix: str, missing: str
+    ) -> list[Finding] | None:
         """The target's config (or its class) is unknown: decide anyway when no value of it can
         change the verdict. `missing` says what is unknown.
 
@@ -449,11 +654,18 @@ class Judge:
         """
         spec = args.speculative_config
         method = spec.get("method") if isinstance(spec, dict) else None
-        if not isinstance(spec, dict) or (isinstance(method, str) and self.k.methods.get(method) in TARGET_DRAFTED):
+        if not isinstance(spec, dict) or (
+            isinstance(method, str) and self.k.methods.get(method) in TARGET_DRAFTED
+        ):
             return None
         placeholder = replace(facts, architectures=(), model_type=None, config=None)
-        key = (c.platform, c.model_id, "", json.dumps(args.speculative_config, sort_keys=True),
-               args.pipeline_parallel_size)
+        key = (
+            c.platform,
+            c.model_id,
+            "",
+            json.dumps(args.speculative_config, sort_keys=True),
+            args.pipeline_parallel_size,
+        )
         if key not in self._spec_cache:
             self._meta = {}
             self._spec_cache[key] = (self._spec(c.platform, args, placeholder, {}), self._meta)
@@ -470,21 +682,30 @@ class Judge:
             earlier.add(EP_MSG)
         if earlier - {blocking.message}:
             return None
-        head = Finding("ok", f"{prefix}{missing}; not needed: the draft check below reads nothing of "
-                       "the target and blocks, whatever the target is", note=True)
+        head = Finding(
+            "ok",
+            f"{prefix}{missing}; not needed: the draft check below reads nothing of "
+            "the target and blocks, whatever the target is",
+            note=True,
+        )
         return [head, *(f.on_node(prefix) for f in found)]
 
     def _target_config(self, facts: ModelFacts) -> dict[str, Any]:
         if facts.config:
             return dict(facts.config)
-        cfg: dict[str, Any] = {"model_type": facts.model_type or "", "architectures": list(facts.architectures)}
+        cfg: dict[str, Any] = {
+            "model_type": facts.model_type or "",
+            "architectures": list(facts.architectures),
+        }
         if facts.num_nextn_predict_layers is not None:
             cfg["num_nextn_predict_layers"] = facts.num_nextn_predict_layers
         if facts.text_model_type:
             cfg["text_config"] = {"model_type": facts.text_model_type}
         return cfg
 
-    def _spec(self, platform: str, args: ServeArgs, facts: ModelFacts, cap: dict[str, Any]) -> list[Finding]:
+    def _spec(
+        self, platform: str, args: ServeArgs, facts: ModelFacts, cap: dict[str, Any]
+    ) -> list[Finding]:
         k = self.k
         spec = args.speculative_config or {}
         method = spec.get("method")
@@ -492,9 +713,14 @@ class Judge:
         for key, val in (("method", method), ("model", model)):
             # SpeculativeConfig declares both `str | None`; JSON junk ([1], {...}, 5) fails validation.
             if val is not None and not isinstance(val, str):
-                return [Finding("blocked", f"--speculative-config {key} must be a string, not "
-                                f"{type(val).__name__}: {reprlib.repr(val)}",
-                                f"{key}: Input should be a valid string")]
+                return [
+                    Finding(
+                        "blocked",
+                        f"--speculative-config {key} must be a string, not "
+                        f"{type(val).__name__}: {reprlib.repr(val)}",
+                        f"{key}: Input should be a valid string",
+                    )
+                ]
         if not k.methods:
             return [Finding("unknown", f"speculative methods of vLLM {k.version} unknown")]
         if method is None:
@@ -507,26 +733,46 @@ class Judge:
         if method == "draft_model":
             # SpeculativeConfig.__post_init__ re-detects the method from the draft's name.
             low = (model or "").lower()
-            for needle, m in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"), ("dspark", "dspark")):
+            for needle, m in (
+                ("eagle-", "eagle"),
+                ("eagle3", "eagle3"),
+                ("dflash", "dflash"),
+                ("dspark", "dspark"),
+            ):
                 if needle in low and m in k.methods:
                     method = m
                     break
         if method not in k.methods:
-            return [Finding("blocked", f"speculative method {method!r} is not accepted by vLLM {k.version}",
-                            f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; "
-                            f"got {method!r}", key=f"spec_method:{method}")]
+            return [
+                Finding(
+                    "blocked",
+                    f"speculative method {method!r} is not accepted by vLLM {k.version}",
+                    f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; "
+                    f"got {method!r}",
+                    key=f"spec_method:{method}",
+                )
+            ]
         canonical = k.methods[method]
         pc = k.draft_pc.get(canonical)
         pp = args.pipeline_parallel_size
         pp_src = pc["pp_source"] if pc else "unknown"
         self._meta["method"] = canonical
-        self._meta["draft_pp"] = {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src)
+        self._meta["draft_pp"] = {"target": pp, "target_config": pp, "one": 1, "none": None}.get(
+            pp_src
+        )
         pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
         step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
         if pp_src == "none":
             return [Finding("ok", f"{step}: no draft model, no draft parallel config", "", [pc_ev])]
         if pp_src in ("target_config",) and canonical != "extract_hidden_states":
-            return [Finding("ok", f"{step}: the draft is the target itself; PP checked on the target", "", [pc_ev])]
+            return [
+                Finding(
+                    "ok",
+                    f"{step}: the draft is the target itself; PP checked on the target",
+                    "",
+                    [pc_ev],
+                )
+            ]
         # Which draft architecture does vLLM build?
         draft_archs: list[str] = []
         how = ""
@@ -535,26 +781,60 @@ class Judge:
         elif canonical == "mtp":
             runner = k.runner
             if runner is None or not runner.available:
-                return [Finding("unknown", f"{step}: hf_config_override of vLLM {k.version} unavailable")]
+                return [
+                    Finding(
+                        "unknown", f"{step}: hf_config_override of vLLM {k.version} unavailable"
+                    )
+                ]
             res = runner.run(self._target_config(facts))
-            if res.status == "error" and facts.config is None and facts.num_nextn_predict_layers is None:
+            if (
+                res.status == "error"
+                and facts.config is None
+                and facts.num_nextn_predict_layers is None
+            ):
                 # The config was rebuilt from facts that leave the MTP layers out (no config.json
                 # read): vLLM's error may be about a field we do not know, not one the model lacks.
-                return [Finding("unknown", f"{step}: hf_config_override on {facts.model_id} raises on a config "
-                                f"rebuilt without its MTP layer count ({res.detail}); the real config.json "
-                                "decides", key="spec:mtp_config")]
+                return [
+                    Finding(
+                        "unknown",
+                        f"{step}: hf_config_override on {facts.model_id} raises on a config "
+                        f"rebuilt without its MTP layer count ({res.detail}); the real config.json "
+                        "decides",
+                        key="spec:mtp_config",
+                    )
+                ]
             if res.status != "ok":
-                return [Finding("blocked" if res.status == "error" else "unknown",
-                                f"{step}: hf_config_override on {facts.model_id}: {res.detail}", res.detail)]
+                return [
+                    Finding(
+                        "blocked" if res.status == "error" else "unknown",
+                        f"{step}: hf_config_override on {facts.model_id}: {res.detail}",
+                        res.detail,
+                    )
+                ]
             if canonical == "mtp" and (res.model_type not in k.mtp_types):
-                return [Finding("blocked", f"{step}: hf_config_override leaves {facts.model_id} as model_type "
-                                f"{res.model_type!r}, not an MTP type in vLLM {k.version}",
-                                f"Unsupported speculative method: '{method}'",
-                                [k.raise_at("Unsupported speculative method")])]
+                return [
+                    Finding(
+                        "blocked",
+                        f"{step}: hf_config_override leaves {facts.model_id} as model_type "
+                        f"{res.model_type!r}, not an MTP type in vLLM {k.version}",
+                        f"Unsupported speculative method: '{method}'",
+                        [k.raise_at("Unsupported speculative method")],
+                    )
+                ]
             draft_archs = list(res.architectures)
-            how = (f"SpeculativeConfig.hf_config_override (vllm/config/speculative.py:{res.line}) "
-                   f"rewrites {facts.model_type}/{facts.architectures[0]} -> {draft_archs[0] if draft_archs else '?'}")
-        elif canonical in ("eagle", "eagle3", "dflash", "draft_model", "dspark", "medusa", "mlp_speculator"):
+            how = (
+                f"SpeculativeConfig.hf_config_override (vllm/config/speculative.py:{res.line}) "
+                f"rewrites {facts.model_type}/{facts.architectures[0]} -> {draft_archs[0] if draft_archs else '?'}"
+            )
+        elif canonical in (
+            "eagle",
+            "eagle3",
+            "dflash",
+            "draft_model",
+            "dspark",
+            "medusa",
+            "mlp_speculator",
+        ):
             dfacts = self.models.resolve(model) if isinstance(model, str) else None
             spec_cfg = (dfacts.config or {}) if dfacts is not None else {}
             if spec_cfg.get("speculators_model_type") and k.tree is not None:
@@ -562,11 +842,20 @@ class Judge:
                 # registered algorithm sets the architecture.
                 rew, line, why = speculators_rewrite(k.tree, spec_cfg)
                 if rew is None:
-                    return [Finding("blocked" if why.startswith(("ValueError", "speculators type")) else "unknown",
-                                    f"{step}: speculators checkpoint {model}: {why}", why)]
+                    return [
+                        Finding(
+                            "blocked"
+                            if why.startswith(("ValueError", "speculators type"))
+                            else "unknown",
+                            f"{step}: speculators checkpoint {model}: {why}",
+                            why,
+                        )
+                    ]
                 draft_archs = rew
-                how = (f"speculators algorithm {spec_cfg['speculators_model_type']!r} "
-                       f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}")
+                how = (
+                    f"speculators algorithm {spec_cfg['speculators_model_type']!r} "
+                    f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}"
+                )
             elif dfacts is not None and dfacts.status == "resolved" and dfacts.architectures:
                 draft_archs = list(dfacts.architectures)
                 how = f"draft checkpoint {model} declares {draft_archs[0]}"
@@ -576,46 +865,95 @@ class Judge:
                         how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
                         draft_archs = rew
         inherits = pp_src in ("target", "target_config")
-        if draft_archs and facts.architectures:  # no v_draft row for a target whose config is unknown
+        if (
+            draft_archs and facts.architectures
+        ):  # no v_draft row for a target whose config is unknown
             dcap0 = k.caps.get((platform, draft_archs[0]))
             self._meta["draft_cap"] = dcap0
-            key = (platform, facts.model_type or "", facts.architectures[0], canonical, draft_archs[0])
-            self.drafts.setdefault(key, {
-                "platform": platform, "target_model_type": facts.model_type or "",
-                "target_arch": facts.architectures[0], "method": canonical,
-                "draft_arch": draft_archs[0], "draft_class": dcap0["class_path"] if dcap0 else "",
-                "draft_supports_pp": dcap0["supports_pp"] if dcap0 else None,
-                "draft_inherits_pp": int(inherits), "status": "ok" if dcap0 else "unknown",
-                "detail": f"{how} (model {facts.model_id})",
-                "file": dcap0["file"] if dcap0 else "", "line": dcap0["line"] if dcap0 else 0})
+            key = (
+                platform,
+                facts.model_type or "",
+                facts.architectures[0],
+                canonical,
+                draft_archs[0],
+            )
+            self.drafts.setdefault(
+                key,
+                {
+                    "platform": platform,
+                    "target_model_type": facts.model_type or "",
+                    "target_arch": facts.architectures[0],
+                    "method": canonical,
+                    "draft_arch": draft_archs[0],
+                    "draft_class": dcap0["class_path"] if dcap0 else "",
+                    "draft_supports_pp": dcap0["supports_pp"] if dcap0 else None,
+                    "draft_inherits_pp": int(inherits),
+                    "status": "ok" if dcap0 else "unknown",
+                    "detail": f"{how} (model {facts.model_id})",
+                    "file": dcap0["file"] if dcap0 else "",
+                    "line": dcap0["line"] if dcap0 else 0,
+                },
+            )
         if not inherits or pp <= 1:
             why = "PP 1" if pp <= 1 else f"draft PP forced to 1 ({pc_ev})"
-            return [Finding("ok", f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev])]
+            return [
+                Finding("ok", f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev])
+            ]
         # PP > 1 and the draft inherits it: the draft class must support PP.
         if draft_archs:
             dcap = k.caps.get((platform, draft_archs[0]))
             if dcap is None:
-                return [Finding("unknown", f"{step}: {how}; draft arch {draft_archs[0]} not registered in "
-                                f"vLLM {k.version}")]
+                return [
+                    Finding(
+                        "unknown",
+                        f"{step}: {how}; draft arch {draft_archs[0]} not registered in "
+                        f"vLLM {k.version}",
+                    )
+                ]
             if dcap["supports_pp"]:
-                return [Finding("ok", f"{step}: {how}; draft {dcap['class_path']} supports PP", "",
-                                [_cls_ev(dcap), pc_ev])]
-            return [Finding(
-                "blocked",
-                f"{step}: {how}; draft class {dcap['class_path']} lacks PP support, and "
-                f"create_draft_parallel_config copies pipeline_parallel_size={pp} from the target ({pc_ev}); "
-                f"the draft's verify_with_parallel_config raises",
-                PP_MSG, [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")],
-                key=f"draft_pp:{canonical}")]
+                return [
+                    Finding(
+                        "ok",
+                        f"{step}: {how}; draft {dcap['class_path']} supports PP",
+                        "",
+                        [_cls_ev(dcap), pc_ev],
+                    )
+                ]
+            return [
+                Finding(
+                    "blocked",
+                    f"{step}: {how}; draft class {dcap['class_path']} lacks PP support, and "
+                    f"create_draft_parallel_config copies pipeline_parallel_size={pp} from the target ({pc_ev}); "
+                    f"the draft's verify_with_parallel_config raises",
+                    PP_MSG,
+                    [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")],
+                    key=f"draft_pp:{canonical}",
+                )
+            ]
         # Unknown draft checkpoint: decide only if every class the method can produce agrees.
         prefix = {"eagle": "Eagle", "eagle3": "Eagle3", "dflash": "DFlash"}.get(canonical)
         if prefix:
-            cands = [cp for (p, a), cp in k.caps.items() if p == platform and a.startswith(prefix)
-                     and "_SPECULATIVE_DECODING_MODELS" in (cp.get("category") or "")]
+            cands = [
+                cp
+                for (p, a), cp in k.caps.items()
+                if p == platform
+                and a.startswith(prefix)
+                and "_SPECULATIVE_DECODING_MODELS" in (cp.get("category") or "")
+            ]
             if cands and not any(cp["supports_pp"] for cp in cands):
-                return [Finding("blocked", f"{step}: draft checkpoint {model!r} unresolved, but none of the "
-                                f"{len(cands)} {prefix}* draft classes of vLLM {k.version} supports PP and the "
-                                f"draft inherits pipeline_parallel_size={pp} ({pc_ev})", PP_MSG,
-                                [pc_ev, k.raise_at("Pipeline parallelism is not supported")],
-                                key=f"draft_pp:{canonical}")]
-        return [Finding("unknown", f"{step}: draft checkpoint {model!r} unresolved; its PP support decides")]
+                return [
+                    Finding(
+                        "blocked",
+                        f"{step}: draft checkpoint {model!r} unresolved, but none of the "
+                        f"{len(cands)} {prefix}* draft classes of vLLM {k.version} supports PP and the "
+                        f"draft inherits pipeline_parallel_size={pp} ({pc_ev})",
+                        PP_MSG,
+                        [pc_ev, k.raise_at("Pipeline parallelism is not supported")],
+                        key=f"draft_pp:{canonical}",
+                    )
+                ]
+        return [
+            Finding(
+                "unknown", f"{step}: draft checkpoint {model!r} unresolved; its PP support decides"
+            )
+        ]

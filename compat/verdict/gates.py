@@ -48,7 +48,9 @@ def aux_over_pp(k: Any, cap: dict[str, Any]) -> bool | None:
         return False
     import json
 
-    mods = {module_file(p) for p in json.loads(cap.get("mro_path") or "[]") if p.startswith("vllm.")}
+    mods = {
+        module_file(p) for p in json.loads(cap.get("mro_path") or "[]") if p.startswith("vllm.")
+    }
     files = {c["file"].rsplit(".py", 1)[0].removesuffix("/__init__") for c in classes}
     return bool(mods & files)
 
@@ -78,15 +80,25 @@ def installed(k: Any) -> dict[str, bool]:
     return {p: p.replace("_", "-") in set(pkgs) for p in OPTIONAL_PACKAGES}
 
 
-def context(k: Any, args: Any, facts: Any, cap: dict[str, Any], spec_method: str | None,
-            draft_pp: int | None, draft_cap: dict[str, Any] | None) -> dict[str, Any]:
+def context(
+    k: Any,
+    args: Any,
+    facts: Any,
+    cap: dict[str, Any],
+    spec_method: str | None,
+    draft_pp: int | None,
+    draft_cap: dict[str, Any] | None,
+) -> dict[str, Any]:
     flags = {t.flag for t in args.tokens if not t.negated}
     kv = args.kv_transfer_config if isinstance(args.kv_transfer_config, dict) else {}
     spec = args.speculative_config if isinstance(args.speculative_config, dict) else {}
     ctx: dict[str, Any] = {
-        "pp": args.pipeline_parallel_size, "tp": args.tensor_parallel_size,
-        "dp": args.data_parallel_size, "dcp": args.decode_context_parallel_size,
-        "pcp": args.prefill_context_parallel_size, "ep": args.enable_expert_parallel,
+        "pp": args.pipeline_parallel_size,
+        "tp": args.tensor_parallel_size,
+        "dp": args.data_parallel_size,
+        "dcp": args.decode_context_parallel_size,
+        "pcp": args.prefill_context_parallel_size,
+        "ep": args.enable_expert_parallel,
         "dp_external": args.data_parallel_external_lb,
         "async_scheduling": "--async-scheduling" in flags,
         "elastic_ep": "--enable-elastic-ep" in flags,
@@ -94,16 +106,20 @@ def context(k: Any, args: Any, facts: Any, cap: dict[str, Any], spec_method: str
         "model_runner_forced": False,  # recipes' env is not modelled; VLLM_USE_V2_MODEL_RUNNER unset
         "spec_method": spec_method,
         "draft_tp": spec.get("draft_tensor_parallel_size"),
-        "kv_connector": kv.get("kv_connector"), "kv_role": kv.get("kv_role"),
+        "kv_connector": kv.get("kv_connector"),
+        "kv_role": kv.get("kv_role"),
         "mm_encoder_tp_mode": args.mm_encoder_tp_mode,
         "distributed_executor_backend": None,
         "target": {
-            "supports_pp": cap.get("supports_pp"), "supports_eagle3": cap.get("supports_eagle3"),
-            "is_hybrid": cap.get("is_hybrid"), "has_inner_state": cap.get("has_inner_state"),
+            "supports_pp": cap.get("supports_pp"),
+            "supports_eagle3": cap.get("supports_eagle3"),
+            "is_hybrid": cap.get("is_hybrid"),
+            "has_inner_state": cap.get("has_inner_state"),
             "is_attention_free": cap.get("is_attention_free"),
             "supports_multimodal": cap.get("supports_multimodal"),
             "supports_encoder_tp_data": cap.get("supports_encoder_tp_data"),
-            "is_moe": facts.is_moe, "use_mla": facts.use_mla,
+            "is_moe": facts.is_moe,
+            "use_mla": facts.use_mla,
             "aux_hidden_states_over_pp": aux_over_pp(k, cap),
             "attention_returns_lse": returns_lse(k, facts),
         },
@@ -117,14 +133,19 @@ def context(k: Any, args: Any, facts: Any, cap: dict[str, Any], spec_method: str
     if draft_pp is not None:
         ctx["draft_pp"] = draft_pp
     if draft_cap is not None:
-        ctx["draft"] = {"supports_pp": draft_cap.get("supports_pp"), "is_moe": draft_cap.get("is_moe")}
+        ctx["draft"] = {
+            "supports_pp": draft_cap.get("supports_pp"),
+            "is_moe": draft_cap.get("is_moe"),
+        }
     runner = choose_runner(k, ctx, facts, cap, args)
     if runner is not None:
         ctx["model_runner"] = runner
     return ctx
 
 
-def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any) -> str | None:
+def choose_runner(
+    k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any
+) -> str | None:
     """'v1' / 'v2' as `VllmConfig.use_v2_model_runner` decides in this release, or None."""
     rd = k.release_facts.get("runner_default") or {}
     mode = rd.get("mode")
@@ -136,14 +157,21 @@ def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], 
             candidate = None if facts.is_moe is None else not facts.is_moe
         if candidate and rd.get("requires_unquantized"):
             quant = bool(args.quantization) or bool((facts.config or {}).get("quantization_config"))
-            candidate = False if quant else (None if facts.config is None and not args.quantization else True)
+            candidate = (
+                False
+                if quant
+                else (None if facts.config is None and not args.quantization else True)
+            )
     else:
         return None
     if candidate is False:
         return "v1"
     verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
-    hits = [rule_applies(r, ctx, list(rules()), verified) for r in rules()
-            if r.group == "v2_unsupported" and r.id in verified]
+    hits = [
+        rule_applies(r, ctx, list(rules()), verified)
+        for r in rules()
+        if r.group == "v2_unsupported" and r.id in verified
+    ]
     if any(h is True for h in hits):
         return "v1"
     if candidate is None or any(h is None for h in hits):
@@ -164,7 +192,13 @@ def message(rule: GateRule, ctx: dict[str, Any], cap: dict[str, Any]) -> str:
     `{model}` is the target's class name (what vLLM's `type(model).__name__` prints);
     the sizes and the speculative method come from the argv.
     """
-    values = _Known({k: v for k, v in ctx.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)})
+    values = _Known(
+        {
+            k: v
+            for k, v in ctx.items()
+            if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        }
+    )
     values["method"] = ctx.get("spec_method") or "<method>"
     values["model"] = (cap.get("class_path") or "").rsplit(".", 1)[-1] or "<model>"
     try:

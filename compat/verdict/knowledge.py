@@ -33,7 +33,9 @@ class Knowledge:
     class_attrs: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     release_facts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    values: list[dict[str, Any]] = field(default_factory=list)  # cli_value rows, in registration order
+    values: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # cli_value rows, in registration order
     config_rows: list[dict[str, Any]] = field(default_factory=list)  # config_field rows
     _runner: OverrideRunner | None = None
     _serve_parser: Any = None
@@ -52,9 +54,13 @@ class Knowledge:
             from compat.verdict.arguments import ServeParser
             from compat.verdict.config_values import Validator, schemas_from_rows
 
-            self._serve_parser = ServeParser(self.values, Validator(schemas_from_rows(self.config_rows)),
-                                             self.version, self.tree,
-                                             self.release_facts.get("boolean_inverse_prefixes"))
+            self._serve_parser = ServeParser(
+                self.values,
+                Validator(schemas_from_rows(self.config_rows)),
+                self.version,
+                self.tree,
+                self.release_facts.get("boolean_inverse_prefixes"),
+            )
         return self._serve_parser
 
     @property
@@ -80,21 +86,40 @@ class Knowledge:
 
 
 #: Fact tables the engine reads, by table name.
-_TABLES = ("arch_capability", "spec_method", "draft_parallel", "cli_flag", "parser_name", "gate_status",
-           "raise_message", "class_attr_fact", "release_fact", "cli_value", "config_field")
+_TABLES = (
+    "arch_capability",
+    "spec_method",
+    "draft_parallel",
+    "cli_flag",
+    "parser_name",
+    "gate_status",
+    "raise_message",
+    "class_attr_fact",
+    "release_fact",
+    "cli_value",
+    "config_field",
+)
 
 
 def load_knowledge(db: Store, version: str, tree: VllmTree | None) -> Knowledge:
     """Knowledge of `version` from the fact rows in a database."""
     # in insertion order: the order options were registered in is argparse's order
-    tables = {t: db.dicts(f"select * from {t} where vllm_version = ? order by id", (version,))
-              for t in _TABLES}
+    tables = {
+        t: db.dicts(f"select * from {t} where vllm_version = ? order by id", (version,))
+        for t in _TABLES
+    }
     rel = db.dicts("select notes from release where version = ?", (version,))
-    return knowledge_from_facts(version, tree, tables, json.loads(rel[0]["notes"] or "[]") if rel else [])
+    return knowledge_from_facts(
+        version, tree, tables, json.loads(rel[0]["notes"] or "[]") if rel else []
+    )
 
 
-def knowledge_from_facts(version: str, tree: VllmTree | None, tables: dict[str, list[dict[str, Any]]],
-                         notes: list[str] | None = None) -> Knowledge:
+def knowledge_from_facts(
+    version: str,
+    tree: VllmTree | None,
+    tables: dict[str, list[dict[str, Any]]],
+    notes: list[str] | None = None,
+) -> Knowledge:
     """Knowledge of `version` from fact rows keyed by table name (a scan's facts, or a database's)."""
     k = Knowledge(version=version, tree=tree, notes=list(notes or []))
     for r in tables.get("arch_capability", []):
@@ -117,11 +142,16 @@ def knowledge_from_facts(version: str, tree: VllmTree | None, tables: dict[str, 
         k.parsers[r["kind"]].add(r["name"])
     for r in tables.get("gate_status", []):
         k.gates[r["rule_id"]] = r
-    k.raises = [{"file": r["file"], "line": r["line"], "template": r["template"]}
-                for r in tables.get("raise_message", [])]
+    k.raises = [
+        {"file": r["file"], "line": r["line"], "template": r["template"]}
+        for r in tables.get("raise_message", [])
+    ]
     for r in tables.get("class_attr_fact", []):
         k.class_attrs[r["attr"]].append(r)
     for r in tables.get("release_fact", []):
-        k.release_facts[r["key"]] = dict(json.loads(r["value"]), file=r["file"], line=r["line"]) \
-            if r["value"].startswith("{") else json.loads(r["value"])
+        k.release_facts[r["key"]] = (
+            dict(json.loads(r["value"]), file=r["file"], line=r["line"])
+            if r["value"].startswith("{")
+            else json.loads(r["value"])
+        )
     return k

@@ -31,7 +31,6 @@ __all__ = ["NOT_BLOCKED", "STARTS", "ReleasePool", "final_releases"]
 Progress = Callable[[str], None]
 
 
-
 def final_releases(labels: Iterable[str]) -> list[str]:
     """Final releases (no pre-, post- or dev-release), oldest first."""
     out = []
@@ -52,13 +51,21 @@ class ReleasePool:
     judges are searched, and `exhaustive` is False so callers can say so).
     """
 
-    def __init__(self, judges: dict[str, Judge], models: ModelResolver,
-                 recipe_moe: dict[str, bool] | None = None, index: Sequence[str] | None = None,
-                 progress: Progress | None = None, shell: Any = None) -> None:
+    def __init__(
+        self,
+        judges: dict[str, Judge],
+        models: ModelResolver,
+        recipe_moe: dict[str, bool] | None = None,
+        index: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        shell: Any = None,
+    ) -> None:
         self.judges = dict(judges)
         self.models = models
         self.recipe_moe = recipe_moe or {}
-        self.shell = shell  # the recipes' shell placeholders (compat.verdict.shell), for scanned releases
+        self.shell = (
+            shell  # the recipes' shell placeholders (compat.verdict.shell), for scanned releases
+        )
         self.say = progress or (lambda _m: None)
         self.exhaustive = index is not None
         self.releases = final_releases(index if index is not None else judges)
@@ -93,7 +100,15 @@ class ReleasePool:
 
     def outcome(self, version: str, combo: Combination) -> Outcome | None:
         """The verdict of `combo` at `version`, memoised on what the engine reads of a combination."""
-        key = (version, combo.recipe, combo.platform, combo.model_id, combo.argvs, combo.omni, combo.problems)
+        key = (
+            version,
+            combo.recipe,
+            combo.platform,
+            combo.model_id,
+            combo.argvs,
+            combo.omni,
+            combo.problems,
+        )
         hit = self._outcomes.get(key)
         if hit is None:
             judge = self.judge_at(version)
@@ -102,8 +117,9 @@ class ReleasePool:
             hit = self._outcomes[key] = judge.judge(combo)
         return hit
 
-    def starts(self, version: str, combos: Sequence[Combination],
-               accept: frozenset[str] = STARTS) -> bool | None:
+    def starts(
+        self, version: str, combos: Sequence[Combination], accept: frozenset[str] = STARTS
+    ) -> bool | None:
         """Do all `combos` start (status in `accept`) at `version`? None when it cannot be analysed."""
         for c in combos:
             o = self.outcome(version, c)
@@ -118,10 +134,17 @@ class ReleasePool:
         """Releases after `version` (up to `until`), oldest first."""
         lo = release_key(version)
         hi = release_key(until) if until else None
-        return [v for v in self.releases if release_key(v) > lo and (hi is None or release_key(v) <= hi)]
+        return [
+            v for v in self.releases if release_key(v) > lo and (hi is None or release_key(v) <= hi)
+        ]
 
-    def first_working(self, version: str, combos: Sequence[Combination],
-                      until: str | None = None, accept: frozenset[str] = STARTS) -> str | None:
+    def first_working(
+        self,
+        version: str,
+        combos: Sequence[Combination],
+        until: str | None = None,
+        accept: frozenset[str] = STARTS,
+    ) -> str | None:
         """The first release after `version` where every combo starts, by bisection; None if none.
 
         `accept=NOT_BLOCKED` asks instead for the first release where none is known to fail.
@@ -130,14 +153,16 @@ class ReleasePool:
 
     def first_without(self, version: str, combo: Combination, key: str) -> str | None:
         """The first release after `version` where `combo` no longer has blocking finding `key`."""
+
         def gone(v: str) -> bool | None:
             o = self.outcome(v, combo)
             return None if o is None else ("blocked", key) not in o.keys
 
         return self.first_release(version, gone)
 
-    def first_release(self, version: str, test: Callable[[str], bool | None],
-                      until: str | None = None) -> str | None:
+    def first_release(
+        self, version: str, test: Callable[[str], bool | None], until: str | None = None
+    ) -> str | None:
         """The first release after `version` passing `test` (None: cannot tell), by bisection."""
         span = self.later(version, until)
         while span and test(span[-1]) is None:

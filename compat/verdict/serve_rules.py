@@ -110,8 +110,13 @@ class _Manager:
 class ServeRules:
     """Both validation functions of one release, compiled once, run per namespace."""
 
-    def __init__(self, tree: VllmTree | None, parsers: dict[str, set[str]], template_files: list[str] | None,
-                 version: str) -> None:
+    def __init__(
+        self,
+        tree: VllmTree | None,
+        parsers: dict[str, set[str]],
+        template_files: list[str] | None,
+        version: str,
+    ) -> None:
         self.tree = tree
         self.version = version
         self.reason = ""
@@ -126,8 +131,10 @@ class ServeRules:
         for stage, name, via in ENTRY_POINTS:
             found = self._find(name, via)
             if found is None:
-                self.missing[stage] = (f"{name} not found in vLLM {version} "
-                                       f"(from {SERVE_CLI}{' via ' + via if via else ''})")
+                self.missing[stage] = (
+                    f"{name} not found in vLLM {version} "
+                    f"(from {SERVE_CLI}{' via ' + via if via else ''})"
+                )
                 continue
             file, fn = found
             functions[name] = (fn, file)
@@ -139,7 +146,8 @@ class ServeRules:
         path_cls = type("Path", (VirtualPath,), {"files": frozenset(template_files or [])})
         self.template_files_known = template_files is not None
         host: dict[str, Any] = {
-            "Path": path_cls, "argparse": argparse,
+            "Path": path_cls,
+            "argparse": argparse,
             "ToolParserManager": _Manager(sorted(parsers.get("tool") or [])),
             "ReasoningParserManager": _Manager(sorted(parsers.get("reasoning") or [])),
         }
@@ -156,12 +164,16 @@ class ServeRules:
         """`file:line` of `ServeSubcommand.cmd` when it sends a headless node to `run_headless`
         (which starts no API server, so `validate_api_server_args` never runs), else ''."""
         mod = self.tree.parse(SERVE_CLI) if self.tree is not None else None
-        for cls in (mod.body if mod else []):
+        for cls in mod.body if mod else []:
             if not isinstance(cls, ast.ClassDef):
                 continue
             for fn in cls.body:
                 if isinstance(fn, ast.FunctionDef) and fn.name == "cmd":
-                    calls = {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                    calls = {
+                        n.func.id
+                        for n in ast.walk(fn)
+                        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    }
                     reads = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
                     if "run_headless" in calls and {"headless", "api_server_count"} <= reads:
                         return f"{SERVE_CLI}:{fn.lineno}"
@@ -181,8 +193,10 @@ class ServeRules:
             if caller is None or not isinstance(caller[1], ast.FunctionDef):
                 return None
             rel = caller[0]
-            if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
-                       for n in ast.walk(caller[1])):
+            if not any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+                for n in ast.walk(caller[1])
+            ):
                 return None
         got = self.r.resolve(rel, name)
         if got is not None and isinstance(got[1], ast.FunctionDef):
@@ -224,14 +238,22 @@ class ServeRules:
 
     def _path_constant(self, value: ast.expr, rel: str) -> Any:
         """`Path(__file__).parent` (optionally `/ "x"`) evaluated against the release's files."""
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) and isinstance(value.right, ast.Constant):
+        if (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Div)
+            and isinstance(value.right, ast.Constant)
+        ):
             base = self._path_constant(value.left, rel)
             return base / value.right.value if base is not None else None
         if isinstance(value, ast.Attribute) and value.attr == "parent":
             base = self._path_constant(value.value, rel)
             return base.parent if base is not None else None
-        if isinstance(value, ast.Call) and ast.unparse(value.func) == "Path" and len(value.args) == 1 \
-                and ast.unparse(value.args[0]) == "__file__":
+        if (
+            isinstance(value, ast.Call)
+            and ast.unparse(value.func) == "Path"
+            and len(value.args) == 1
+            and ast.unparse(value.args[0]) == "__file__"
+        ):
             return self._path(rel)
         return None
 
@@ -239,11 +261,15 @@ class ServeRules:
         """One result per stage, in vLLM's order; stops at the first stage that raises."""
         out: list[RuleResult] = []
         if self.program is None and self.reason:
-            return [RuleResult(stage, "unknown", message=self.reason) for stage, _n, _v in ENTRY_POINTS]
+            return [
+                RuleResult(stage, "unknown", message=self.reason) for stage, _n, _v in ENTRY_POINTS
+            ]
         found = {e[0]: e for e in self.entries}
         for stage, _name, _via in ENTRY_POINTS:
             if stage in self.missing or self.program is None:
-                out.append(RuleResult(stage, "unknown", message=self.missing.get(stage, self.reason)))
+                out.append(
+                    RuleResult(stage, "unknown", message=self.missing.get(stage, self.reason))
+                )
                 continue
             _stage, name, file, line = found[stage]
             if stage == "api_server" and self.headless_dispatch and self._headless(args):
@@ -251,18 +277,43 @@ class ServeRules:
             try:
                 self.program.call(name, args)
             except SandboxError as exc:
-                out.append(RuleResult(stage, "unknown", "", f"{name} could not be evaluated: {exc}",
-                                      f"{file}:{line}", name))
+                out.append(
+                    RuleResult(
+                        stage,
+                        "unknown",
+                        "",
+                        f"{name} could not be evaluated: {exc}",
+                        f"{file}:{line}",
+                        name,
+                    )
+                )
                 return out
             except _Unknown as exc:
-                out.append(RuleResult(stage, "unknown", "", f"{name} read {exc}", f"{file}:{line}", name))
+                out.append(
+                    RuleResult(stage, "unknown", "", f"{name} read {exc}", f"{file}:{line}", name)
+                )
                 return out
-            except (AttributeError, NameError) as exc:  # what the analysis stands in for lacks something
-                out.append(RuleResult(stage, "unknown", "", f"{name} could not be evaluated: "
-                                      f"{type(exc).__name__}: {exc}", f"{file}:{line}", name))
+            except (
+                AttributeError,
+                NameError,
+            ) as exc:  # what the analysis stands in for lacks something
+                out.append(
+                    RuleResult(
+                        stage,
+                        "unknown",
+                        "",
+                        f"{name} could not be evaluated: {type(exc).__name__}: {exc}",
+                        f"{file}:{line}",
+                        name,
+                    )
+                )
                 return out
             except Exception as exc:  # the release's own check fired: this is the answer
-                out.append(RuleResult(stage, "blocked", type(exc).__name__, str(exc), f"{file}:{line}", name))
+                out.append(
+                    RuleResult(
+                        stage, "blocked", type(exc).__name__, str(exc), f"{file}:{line}", name
+                    )
+                )
                 return out
             out.append(RuleResult(stage, "ok", function=name, evidence=f"{file}:{line}"))
         return out
@@ -275,7 +326,9 @@ class _Unknown(Exception):
 class ConfigObject:
     """A parsed config value as the namespace holds it: set keys, else the field's default."""
 
-    def __init__(self, cls: str, data: dict[str, Any], defaults: dict[str, tuple[Any, str]]) -> None:
+    def __init__(
+        self, cls: str, data: dict[str, Any], defaults: dict[str, tuple[Any, str]]
+    ) -> None:
         self._cls, self._data, self._defaults = cls, data, defaults
 
     def __getattr__(self, name: str) -> Any:

@@ -59,12 +59,21 @@ class ShellVars:
                 continue
             undefined = [n for n in names if self.defined(n) is None]
             for n in undefined:
-                findings.append(ArgFinding(
-                    "parse", "warning", f"${n} is not a placeholder the recipes define ({self.where()}); "
-                    "the shell expands an unset variable to an empty string", "", [], ("shell-undefined", n)))
+                findings.append(
+                    ArgFinding(
+                        "parse",
+                        "warning",
+                        f"${n} is not a placeholder the recipes define ({self.where()}); "
+                        "the shell expands an unset variable to an empty string",
+                        "",
+                        [],
+                        ("shell-undefined", n),
+                    )
+                )
             if undefined:
-                token = _VAR_IN_ARG.sub(lambda m: "" if (m.group(1) or m.group(2)) in undefined else m.group(0),
-                                        token)
+                token = _VAR_IN_ARG.sub(
+                    lambda m: "" if (m.group(1) or m.group(2)) in undefined else m.group(0), token
+                )
             defined = [n for n in names if n not in undefined]
             out.append(ShellValue(defined[0], token) if defined else token)
         return out, findings

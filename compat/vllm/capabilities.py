@@ -40,9 +40,18 @@ PROTOCOL_FLAGS = {
     "supports_eagle3": ("supports_eagle3", "SupportsEagle3"),
 }
 FLAGS = (
-    "supports_pp", "supports_lora", "supports_multimodal", "supports_encoder_tp_data",
-    "is_hybrid", "has_inner_state", "is_attention_free", "supports_transcription",
-    "is_pooling_model", "is_text_generation_model", "supports_eagle3", "is_moe",
+    "supports_pp",
+    "supports_lora",
+    "supports_multimodal",
+    "supports_encoder_tp_data",
+    "is_hybrid",
+    "has_inner_state",
+    "is_attention_free",
+    "supports_transcription",
+    "is_pooling_model",
+    "is_text_generation_model",
+    "supports_eagle3",
+    "is_moe",
 )
 
 
@@ -55,7 +64,9 @@ class Rules:
     protocol_flags: dict[str, str | None]
     vllm_model_check: bool
     pooling_attr: bool
-    text_gen: str | None  # "protocol" (isinstance VllmModelForTextGeneration) | "callable" (compute_logits)
+    text_gen: (
+        str | None
+    )  # "protocol" (isinstance VllmModelForTextGeneration) | "callable" (compute_logits)
     notes: list[str] = field(default_factory=list)
 
 
@@ -89,7 +100,9 @@ def detect_rules(tree: VllmTree) -> Rules:
         elif "isinstance(model, _SupportsPPType)" in attrs_fn:
             pp_rule = "protocol"
     if pp_rule is None:
-        notes.append("supports_pp: _supports_pp_attributes/_supports_pp_inspect not in a known shape")
+        notes.append(
+            "supports_pp: _supports_pp_attributes/_supports_pp_inspect not in a known shape"
+        )
     attr_flags: dict[str, str | None] = {}
     for flag, (fn, attr) in ATTR_FLAGS.items():
         body = _src(tree, INTERFACES, _func(mod, fn))
@@ -107,9 +120,11 @@ def detect_rules(tree: VllmTree) -> Rules:
     init_fn = _src(tree, INTERFACES_BASE, _func(base, "_check_vllm_model_init"))
     emb_fn = _src(tree, INTERFACES_BASE, _func(base, "_check_vllm_model_embed_input_ids"))
     fwd_fn = _src(tree, INTERFACES_BASE, _func(base, "_check_vllm_model_forward"))
-    vllm_model = ('supports_kw(model_init, "vllm_config")' in init_fn
-                  and 'getattr(model, "embed_input_ids", None)' in emb_fn
-                  and '("input_ids", "positions")' in fwd_fn)
+    vllm_model = (
+        'supports_kw(model_init, "vllm_config")' in init_fn
+        and 'getattr(model, "embed_input_ids", None)' in emb_fn
+        and '("input_ids", "positions")' in fwd_fn
+    )
     if not vllm_model:
         notes.append("is_vllm_model: interfaces_base checks not in a known shape")
     pool_fn = _src(tree, INTERFACES_BASE, _func(base, "is_pooling_model"))
@@ -120,9 +135,13 @@ def detect_rules(tree: VllmTree) -> Rules:
         protocol_flags=protocol_flags,
         vllm_model_check=vllm_model,
         pooling_attr='getattr(model, "is_pooling_model", False)' in pool_fn,
-        text_gen=("protocol" if "isinstance(model, VllmModelForTextGeneration)" in tg_fn
-                  else "callable" if 'callable(getattr(model, "compute_logits", None))' in tg_fn
-                  else None),
+        text_gen=(
+            "protocol"
+            if "isinstance(model, VllmModelForTextGeneration)" in tg_fn
+            else "callable"
+            if 'callable(getattr(model, "compute_logits", None))' in tg_fn
+            else None
+        ),
         notes=notes,
     )
 
@@ -168,8 +187,11 @@ class CapabilityAnalyzer:
         key = f"{module}.{name}"
         if key not in self._protos:
             ref = self.index.resolve_name(module, name, self.platform)
-            self._protos[key] = (self.classes.protocol_members(self.classes.model(ref))
-                                 if isinstance(ref, ClassRef) else None)
+            self._protos[key] = (
+                self.classes.protocol_members(self.classes.model(ref))
+                if isinstance(ref, ClassRef)
+                else None
+            )
         return self._protos[key]
 
     def _has(self, m: ClassModel, name: str) -> bool:
@@ -206,7 +228,9 @@ class CapabilityAnalyzer:
             return False, f"{name} = None at {_where(mem)}"
         return None, f"{name} at {_where(mem)} is a value, callability unknown"
 
-    def _forward_kw(self, m: ClassModel, kw: str, method: str = "forward") -> tuple[bool | None, str]:
+    def _forward_kw(
+        self, m: ClassModel, kw: str, method: str = "forward"
+    ) -> tuple[bool | None, str]:
         mem = self.classes.lookup(m, method)
         if mem is None:
             return False, f"no {method}"
@@ -225,18 +249,29 @@ class CapabilityAnalyzer:
         fwd_pos, _ = self._forward_kw(m, "positions")
         parts = [init_ok, emb is not None, fwd_ids, fwd_pos]
         if any(p is False for p in parts):
-            return False, f"is_vllm_model fails: {why_i}; embed_input_ids {'present' if emb else 'missing'}; {why_f}"
+            return (
+                False,
+                f"is_vllm_model fails: {why_i}; embed_input_ids {'present' if emb else 'missing'}; {why_f}",
+            )
         if any(p is None for p in parts):
             return None, "is_vllm_model undecidable statically"
         return True, "is_vllm_model"
 
     def analyze(self, entry: RegistryEntry) -> Capability:
-        cap = Capability(arch=entry.arch, platform=self.platform, status="unresolved", reason="",
-                         registry_module=entry.module, registry_class=entry.class_name,
-                         category=",".join(entry.categories))
+        cap = Capability(
+            arch=entry.arch,
+            platform=self.platform,
+            status="unresolved",
+            reason="",
+            registry_module=entry.module,
+            registry_class=entry.class_name,
+            category=",".join(entry.categories),
+        )
         ref = self.index.resolve_name(entry.module, entry.class_name, self.platform)
         if not isinstance(ref, ClassRef):
-            cap.reason = f"cannot resolve {entry.module}.{entry.class_name}: {getattr(ref, 'reason', ref)}"
+            cap.reason = (
+                f"cannot resolve {entry.module}.{entry.class_name}: {getattr(ref, 'reason', ref)}"
+            )
             cap.flags = {f: None for f in FLAGS}
             return cap
         m = self.classes.model(ref)
@@ -251,8 +286,10 @@ class CapabilityAnalyzer:
         if r.pp_rule is None:
             flags["supports_pp"], ev["supports_pp"] = None, "PP rule of this release unknown"
         else:
-            nominal = any(isinstance(c, ClassRef) and c.name == "SupportsPP" and c.module == _IF_MOD
-                          for c in m.mro)
+            nominal = any(
+                isinstance(c, ClassRef) and c.name == "SupportsPP" and c.module == _IF_MOD
+                for c in m.mro
+            )
             proto_ok, why_p = self._isinstance_proto(m, _IF_MOD, "_SupportsPPType")
             attrs_ok = (nominal or proto_ok) if r.pp_rule == "nominal+protocol" else proto_ok
             fwd_ok, why_f = self._forward_kw(m, "intermediate_tensors")
@@ -262,7 +299,9 @@ class CapabilityAnalyzer:
                 flags["supports_pp"] = None
             else:
                 flags["supports_pp"] = True
-            attrs_why = "SupportsPP in MRO" if (r.pp_rule == "nominal+protocol" and nominal) else why_p
+            attrs_why = (
+                "SupportsPP in MRO" if (r.pp_rule == "nominal+protocol" and nominal) else why_p
+            )
             ev["supports_pp"] = f"[{r.pp_rule} rule] {attrs_why}; {why_f}"
         for flag, attr in r.attr_flags.items():
             if attr is None:
@@ -279,28 +318,44 @@ class CapabilityAnalyzer:
             flags["is_pooling_model"], ev["is_pooling_model"] = None, "predicate shape unknown"
         else:
             pa, why_pa = self._attr(m, "is_pooling_model")
-            flags["is_pooling_model"] = False if (vm is False or pa is False) else (
-                None if (vm is None or pa is None) else True)
+            flags["is_pooling_model"] = (
+                False
+                if (vm is False or pa is False)
+                else (None if (vm is None or pa is None) else True)
+            )
             ev["is_pooling_model"] = f"{why_vm}; {why_pa}"
         if r.text_gen is None:
-            flags["is_text_generation_model"], ev["is_text_generation_model"] = None, "predicate shape unknown"
+            flags["is_text_generation_model"], ev["is_text_generation_model"] = (
+                None,
+                "predicate shape unknown",
+            )
         else:
             if r.text_gen == "protocol":
                 tg, why_tg = self._isinstance_proto(m, _IFB_MOD, "VllmModelForTextGeneration")
             else:
                 tg, why_tg = self._callable(m, "compute_logits")
-            flags["is_text_generation_model"] = False if (vm is False or tg is False) else (
-                None if (vm is None or tg is None) else True)
+            flags["is_text_generation_model"] = (
+                False
+                if (vm is False or tg is False)
+                else (None if (vm is None or tg is None) else True)
+            )
             ev["is_text_generation_model"] = f"{why_vm}; {why_tg}"
-        moe = [c for c in m.mro if isinstance(c, ClassRef) and c.name == "MixtureOfExperts"
-               and c.module == _IF_MOD]
+        moe = [
+            c
+            for c in m.mro
+            if isinstance(c, ClassRef) and c.name == "MixtureOfExperts" and c.module == _IF_MOD
+        ]
         flags["is_moe"] = bool(moe)
         ev["is_moe"] = "MixtureOfExperts in MRO" if moe else "MixtureOfExperts not in MRO"
         return cap
 
 
-def analyze_release(tree: VllmTree, entries: list[RegistryEntry], platforms: tuple[str, ...],
-                    index: ModuleIndex | None = None) -> tuple[list[Capability], Rules]:
+def analyze_release(
+    tree: VllmTree,
+    entries: list[RegistryEntry],
+    platforms: tuple[str, ...],
+    index: ModuleIndex | None = None,
+) -> tuple[list[Capability], Rules]:
     index = index or ModuleIndex(tree)
     rules = detect_rules(tree)
     caps: list[Capability] = []

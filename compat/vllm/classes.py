@@ -19,11 +19,29 @@ NN_MODULE = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 
 # Names typing excludes from protocol members (typing._SPECIAL_NAMES and friends).
 _NON_MEMBERS = {
-    "__abstractmethods__", "__annotations__", "__dict__", "__doc__", "__init__", "__module__",
-    "__new__", "__slots__", "__subclasshook__", "__weakref__", "__class_getitem__",
-    "__parameters__", "__orig_bases__", "__orig_class__", "_is_protocol", "_is_runtime_protocol",
-    "__protocol_attrs__", "__non_callable_proto_members__", "__type_params__", "__qualname__",
-    "__match_args__", "__static_attributes__", "__firstlineno__",
+    "__abstractmethods__",
+    "__annotations__",
+    "__dict__",
+    "__doc__",
+    "__init__",
+    "__module__",
+    "__new__",
+    "__slots__",
+    "__subclasshook__",
+    "__weakref__",
+    "__class_getitem__",
+    "__parameters__",
+    "__orig_bases__",
+    "__orig_class__",
+    "_is_protocol",
+    "_is_runtime_protocol",
+    "__protocol_attrs__",
+    "__non_callable_proto_members__",
+    "__type_params__",
+    "__qualname__",
+    "__match_args__",
+    "__static_attributes__",
+    "__firstlineno__",
 }
 _PROTOCOL_ROOTS = {"typing.Protocol", "typing_extensions.Protocol"}
 
@@ -73,9 +91,13 @@ class Params:
 # nn.Module as vLLM's checks see it.
 _NN_MODULE_MEMBERS = {
     "forward": Params((("self", "POSITIONAL_OR_KEYWORD"), ("input", "VAR_POSITIONAL"))),
-    "__init__": Params((("self", "POSITIONAL_OR_KEYWORD"), ("args", "VAR_POSITIONAL"),
-                        ("kwargs", "VAR_KEYWORD"))),
-    "__call__": None, "load_state_dict": None, "named_parameters": None, "to": None,
+    "__init__": Params(
+        (("self", "POSITIONAL_OR_KEYWORD"), ("args", "VAR_POSITIONAL"), ("kwargs", "VAR_KEYWORD"))
+    ),
+    "__call__": None,
+    "load_state_dict": None,
+    "named_parameters": None,
+    "to": None,
 }
 
 
@@ -158,8 +180,9 @@ class ClassResolver:
                     kind = "value" if st.value is not None else "annotation"
                     if kind == "annotation" and st.target.id in out:
                         continue
-                    out[st.target.id] = Member(st.target.id, kind, ref.path, ref.file,
-                                               st.lineno, st.value)
+                    out[st.target.id] = Member(
+                        st.target.id, kind, ref.path, ref.file, st.lineno, st.value
+                    )
                 elif isinstance(st, ast.If):
                     visit(st.body)
                     visit(st.orelse)
@@ -168,11 +191,15 @@ class ClassResolver:
         scope = self.index.scope(ref.module)
         if scope is not None and ref not in self.index.synthetic:
             for n, v in scope.late_attrs.get(ref.name, {}).items():
-                out.setdefault(n, Member(n, "value", ref.path, ref.file, getattr(v, "lineno", None), v))
+                out.setdefault(
+                    n, Member(n, "value", ref.path, ref.file, getattr(v, "lineno", None), v)
+                )
         self._members[ref] = out
         return out
 
-    def lookup(self, model: ClassModel, name: str, *, include_annotations: bool = False) -> Member | None:
+    def lookup(
+        self, model: ClassModel, name: str, *, include_annotations: bool = False
+    ) -> Member | None:
         """First binding of `name` along the MRO, as `getattr(cls, name)` finds it."""
         for c in model.mro:
             if isinstance(c, External):

@@ -23,8 +23,11 @@ from typing import Any
 
 #: How the callables vLLM passes as `type=` are named in ArgSpec.type.
 TYPE_NAMES = {
-    "int": "int", "float": "float", "str": "str",
-    "json.loads": "json", "loads": "json",
+    "int": "int",
+    "float": "float",
+    "str": "str",
+    "json.loads": "json",
+    "loads": "json",
     "human_readable_int": "human_readable_int",
     "human_readable_int_or_auto": "human_readable_int_or_auto",
     "union_dict_and_str": "json_or_str",
@@ -37,11 +40,15 @@ DELETED = object()  # `del kwargs["field"]["key"]`
 class ArgSpec:
     """The argparse keywords of one option (or the positional `model_tag`)."""
 
-    action: str = "store"  # store|store_true|store_false|store_const|boolean_optional|append|count|custom
+    action: str = (
+        "store"  # store|store_true|store_false|store_const|boolean_optional|append|count|custom
+    )
     nargs: str | int | None = None  # None = one value; '?', '*', '+' or a count
     const: Any = None
     type: str | None = None  # a TYPE_NAMES value, 'callable', 'transform', or None (no conversion)
-    parse: bool = False  # wrapped in parse_type: ArgumentTypeError "Value v cannot be converted to f."
+    parse: bool = (
+        False  # wrapped in parse_type: ArgumentTypeError "Value v cannot be converted to f."
+    )
     optional: bool = False  # wrapped in optional_type: '' and 'None' -> None
     callable_src: str = ""  # source of an unrecognised or lambda type callable
     json_class: str | None = None  # dataclass validated by `TypeAdapter(cls).validate_json`
@@ -74,7 +81,9 @@ class Hint:
     dict_subclass: bool = False  # a class deriving from dict
 
 
-def from_hints(hints: list[Hint], field_name: str, profile: KwargsProfile | dict[str, str]) -> ArgSpec:
+def from_hints(
+    hints: list[Hint], field_name: str, profile: KwargsProfile | dict[str, str]
+) -> ArgSpec:
     """`_compute_kwargs` for one field: the branch order of vLLM's own function."""
     if isinstance(profile, dict):
         profile = KwargsProfile(name_types=profile)
@@ -93,14 +102,20 @@ def from_hints(hints: list[Hint], field_name: str, profile: KwargsProfile | dict
     elif "Literal" in kinds:
         _literal(spec, next(h for h in hints if h.kind == "Literal"), metavar="str" in kinds)
     elif kinds & {"tuple", "list", "set"}:
-        coll = next(h for h in hints if h.kind in ("tuple", "list", "set") and
-                    h.kind == ("tuple" if "tuple" in kinds else "list" if "list" in kinds else "set"))
+        coll = next(
+            h
+            for h in hints
+            if h.kind in ("tuple", "list", "set")
+            and h.kind == ("tuple" if "tuple" in kinds else "list" if "list" in kinds else "set")
+        )
         _collection(spec, coll)
     elif "int" in kinds:
         spec.type = name_types.get(field_name, "int")
     elif "float" in kinds:
         spec.type = "float"
-    elif "dict" in kinds and ("str" in kinds or any(h.kind in ("class", "enum", "other") for h in hints)):
+    elif "dict" in kinds and (
+        "str" in kinds or any(h.kind in ("class", "enum", "other") for h in hints)
+    ):
         spec.type = "json_or_str"
     elif "dict" in kinds:
         spec.type, spec.parse = "json", True
@@ -118,7 +133,11 @@ def from_hints(hints: list[Hint], field_name: str, profile: KwargsProfile | dict
 def _literal(spec: ArgSpec, lit: Hint, metavar: bool) -> None:
     """`literal_to_kwargs`: type of the first option, options sorted; metavar when str is allowed."""
     values = list(lit.values or [])
-    spec.type = "int" if values and isinstance(values[0], int) and not isinstance(values[0], bool) else "str"
+    spec.type = (
+        "int"
+        if values and isinstance(values[0], int) and not isinstance(values[0], bool)
+        else "str"
+    )
     try:
         spec.choices = sorted(values)
     except TypeError:  # mixed types: vLLM raises "All options must be of the same type"
@@ -167,8 +186,9 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
     return "callable", False, False, src
 
 
-def apply_kwargs(spec: ArgSpec, kw: dict[str, Any], file: str, line: int,
-                 resolve_default: Any = None) -> ArgSpec:
+def apply_kwargs(
+    spec: ArgSpec, kw: dict[str, Any], file: str, line: int, resolve_default: Any = None
+) -> ArgSpec:
     """Overlay keyword arguments (customisations or the call's own), as argparse would receive them.
 
     `resolve_default(node) -> (value, kind)` reads a `default=Config.field` reference."""
@@ -183,7 +203,13 @@ def apply_kwargs(spec: ArgSpec, kw: dict[str, Any], file: str, line: int,
             continue
         if key == "action":
             spec.action = _action(node)
-            if spec.action in ("store_true", "store_false", "boolean_optional", "count", "store_const"):
+            if spec.action in (
+                "store_true",
+                "store_false",
+                "boolean_optional",
+                "count",
+                "store_const",
+            ):
                 spec.nargs = None
         elif key == "type":
             t, parse, opt, src = type_of(node)
@@ -208,8 +234,9 @@ def apply_kwargs(spec: ArgSpec, kw: dict[str, Any], file: str, line: int,
             try:
                 spec.default, spec.default_kind = ast.literal_eval(node), "literal"
             except (ValueError, SyntaxError, TypeError):
-                spec.default, spec.default_kind = (resolve_default(node) if resolve_default is not None
-                                                   else (None, "unknown"))
+                spec.default, spec.default_kind = (
+                    resolve_default(node) if resolve_default is not None else (None, "unknown")
+                )
         elif key == "dest":
             value = _literal_or(node, None)
             if isinstance(value, str):
@@ -221,9 +248,14 @@ def apply_kwargs(spec: ArgSpec, kw: dict[str, Any], file: str, line: int,
 
 def _action(node: ast.expr) -> str:
     src = ast.unparse(node)
-    for needle, name in (("BooleanOptionalAction", "boolean_optional"), ("store_true", "store_true"),
-                         ("store_false", "store_false"), ("store_const", "store_const"),
-                         ("append", "append"), ("count", "count")):
+    for needle, name in (
+        ("BooleanOptionalAction", "boolean_optional"),
+        ("store_true", "store_true"),
+        ("store_false", "store_false"),
+        ("store_const", "store_const"),
+        ("append", "append"),
+        ("count", "count"),
+    ):
         if needle in src:
             return name
     if isinstance(node, ast.Constant) and node.value == "store":
@@ -242,9 +274,13 @@ def _literal_or(node: ast.expr, fallback: Any) -> Any:
 class KwargsProfile:
     """What varies between releases' `_compute_kwargs`, read from its AST."""
 
-    name_types: dict[str, str] = field(default_factory=dict)  # field name -> type (max_model_len, ...)
+    name_types: dict[str, str] = field(
+        default_factory=dict
+    )  # field name -> type (max_model_len, ...)
     dict_subclass_as_dict: bool = False  # 0.33: `{dict if is_dict_subclass(th) else th ...}`
-    none_choice: Any = "None"  # what an Optional Literal appends to its choices ("None" 0.23, None 0.33)
+    none_choice: Any = (
+        "None"  # what an Optional Literal appends to its choices ("None" 0.23, None 0.33)
+    )
 
 
 def kwargs_profile(compute_kwargs: ast.FunctionDef | None) -> KwargsProfile:
@@ -255,7 +291,11 @@ def kwargs_profile(compute_kwargs: ast.FunctionDef | None) -> KwargsProfile:
         return prof
     sets: dict[str, list[str]] = {}
     for node in ast.walk(compute_kwargs):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             try:
                 value = ast.literal_eval(node.value)
             except (ValueError, SyntaxError, TypeError):
@@ -264,9 +304,15 @@ def kwargs_profile(compute_kwargs: ast.FunctionDef | None) -> KwargsProfile:
                 sets[node.targets[0].id] = [v for v in value if isinstance(v, str)]
         elif isinstance(node, ast.Name) and node.id == "is_dict_subclass":
             prof.dict_subclass_as_dict = True
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" \
-                and isinstance(node.func.value, ast.Call) is False and "choices" in ast.unparse(node.func.value) \
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and isinstance(node.func.value, ast.Call) is False
+            and "choices" in ast.unparse(node.func.value)
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+        ):
             prof.none_choice = node.args[0].value
     for node in ast.walk(compute_kwargs):
         if not isinstance(node, ast.If):
@@ -290,8 +336,12 @@ def name_types(compute_kwargs: ast.FunctionDef | None) -> dict[str, str]:
 
 
 def _name_test(test: ast.expr, sets: dict[str, list[str]] | None = None) -> list[str]:
-    if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "name" \
-            and len(test.ops) == 1:
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "name"
+        and len(test.ops) == 1
+    ):
         right = test.comparators[0]
         if isinstance(test.ops[0], ast.Eq) and isinstance(right, ast.Constant):
             return [right.value]
@@ -305,7 +355,15 @@ def _name_test(test: ast.expr, sets: dict[str, list[str]] | None = None) -> list
     return []
 
 
-_STR_METHODS = {"lower": 0, "upper": 0, "strip": 0, "lstrip": 0, "rstrip": 0, "casefold": 0, "replace": 2}
+_STR_METHODS = {
+    "lower": 0,
+    "upper": 0,
+    "strip": 0,
+    "lstrip": 0,
+    "rstrip": 0,
+    "casefold": 0,
+    "replace": 2,
+}
 
 
 def str_chain(expr: ast.expr, arg: str) -> list[tuple[str, tuple[str, ...]]] | None:
@@ -315,8 +373,12 @@ def str_chain(expr: ast.expr, arg: str) -> list[tuple[str, tuple[str, ...]]] | N
     node = expr
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         name = node.func.attr
-        if name not in _STR_METHODS or node.keywords or len(node.args) != _STR_METHODS[name] or not all(
-                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+        if (
+            name not in _STR_METHODS
+            or node.keywords
+            or len(node.args) != _STR_METHODS[name]
+            or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+        ):
             return None
         steps.append((name, tuple(a.value for a in node.args)))  # type: ignore[misc]
         node = node.func.value

@@ -35,7 +35,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat.sources.tree import VllmTree
-from compat.vllm.cli_kwargs import DELETED, ArgSpec, Hint, KwargsProfile, apply_kwargs, from_hints, kwargs_profile
+from compat.vllm.cli_kwargs import (
+    DELETED,
+    ArgSpec,
+    Hint,
+    KwargsProfile,
+    apply_kwargs,
+    from_hints,
+    kwargs_profile,
+)
 
 SERVE_CLI = "vllm/entrypoints/cli/serve.py"
 ARG_UTILS = "vllm/engine/arg_utils.py"
@@ -48,16 +56,38 @@ _MAKE_ARG_PARSER_CANDIDATES = (
 # SpeculativeConfig fills these itself from the target/draft configs (research §5.1).
 INTERNAL_FIELDS: dict[str, frozenset[str]] = {
     "SpeculativeConfig": frozenset(
-        {"target_model_config", "target_parallel_config", "draft_model_config",
-         "draft_parallel_config"}
+        {
+            "target_model_config",
+            "target_parallel_config",
+            "draft_model_config",
+            "draft_parallel_config",
+        }
     ),
 }
 
-_DATACLASS_DECORATORS = {"config", "dataclass", "dataclasses.dataclass",
-                         "pydantic.dataclasses.dataclass", "pydantic_dataclass"}
+_DATACLASS_DECORATORS = {
+    "config",
+    "dataclass",
+    "dataclasses.dataclass",
+    "pydantic.dataclasses.dataclass",
+    "pydantic_dataclass",
+}
 _TYPE_ALIAS: type | None = getattr(ast, "TypeAlias", None)  # `type X = ...` (Python 3.12+)
-_BUILTIN_TYPES = {"bool", "int", "float", "str", "bytes", "complex", "dict", "list",
-                  "tuple", "set", "frozenset", "type", "object"}
+_BUILTIN_TYPES = {
+    "bool",
+    "int",
+    "float",
+    "str",
+    "bytes",
+    "complex",
+    "dict",
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "type",
+    "object",
+}
 
 
 # --------------------------------------------------------------------------- facts
@@ -113,7 +143,9 @@ class CliSurface:
     subkeys: dict[str, set[str]] = field(default_factory=dict)  # canonical flag -> dotted keys
     subkey_sources: dict[str, SubkeySource] = field(default_factory=dict)
     sources: list[SourceStatus] = field(default_factory=list)
-    positionals: list[tuple[str, ArgSpec, str, int]] = field(default_factory=list)  # (dest, spec, file, line)
+    positionals: list[tuple[str, ArgSpec, str, int]] = field(
+        default_factory=list
+    )  # (dest, spec, file, line)
 
     def long_flags(self) -> set[str]:
         """Long option strings, without the `--no-*` twins."""
@@ -153,8 +185,10 @@ class CliSurface:
         if keys is None:
             return "unknown", f"{head} takes free-form JSON; sub-key {rest!r} not checked"
         key = rest.rstrip("+")
-        if key in keys or key.split(".")[0] in keys and not any(
-            k.startswith(key.split(".")[0] + ".") for k in keys
+        if (
+            key in keys
+            or key.split(".")[0] in keys
+            and not any(k.startswith(key.split(".")[0] + ".") for k in keys)
         ):
             return "ok", None
         return "invalid", f"{rest!r} is not a field of {flag.json_class} ({head})"
@@ -240,8 +274,11 @@ class SymbolResolver:
                 for h in st.handlers:
                     self._collect(h.body, out)
                 self._collect(st.orelse, out)
-            elif (_TYPE_ALIAS is not None and isinstance(st, _TYPE_ALIAS)
-                  and isinstance(st.name, ast.Name)):
+            elif (
+                _TYPE_ALIAS is not None
+                and isinstance(st, _TYPE_ALIAS)
+                and isinstance(st.name, ast.Name)
+            ):
                 out.setdefault(st.name.id, []).append(st)
 
     def resolve(self, rel: str, name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
@@ -253,10 +290,10 @@ class SymbolResolver:
             return None
         # prefer definitions over imports, first binding wins among equals
         for node in cands:
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef,
-                                 ast.Assign, ast.AnnAssign)) or (
-                _TYPE_ALIAS is not None and isinstance(node, _TYPE_ALIAS)
-            ):
+            if isinstance(
+                node,
+                (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign),
+            ) or (_TYPE_ALIAS is not None and isinstance(node, _TYPE_ALIAS)):
                 return rel, node
         for node in cands:
             if isinstance(node, ast.ImportFrom):
@@ -360,7 +397,10 @@ class SymbolResolver:
                 if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
                     ann = ast.unparse(st.annotation)
                     out[st.target.id] = FieldInfo(
-                        name=st.target.id, owner=c.name, file=c.file, line=st.lineno,
+                        name=st.target.id,
+                        owner=c.name,
+                        file=c.file,
+                        line=st.lineno,
                         annotation=st.annotation,
                         classvar="ClassVar" in ann,
                         init=_field_init(st.value),
@@ -397,7 +437,11 @@ class SymbolResolver:
                 if name:
                     return None, f"factory:{name.split('.')[-1]}"
                 return None, "unknown"
-            if fn == "get_field" and len(value.args) == 2 and isinstance(value.args[1], ast.Constant):
+            if (
+                fn == "get_field"
+                and len(value.args) == 2
+                and isinstance(value.args[1], ast.Constant)
+            ):
                 owner = self.resolve_class(rel, _dotted(value.args[0]) or "")
                 if owner is not None:
                     return self.field_default(owner, str(value.args[1].value), depth + 1)
@@ -426,7 +470,8 @@ class FieldInfo:
 
 def _field_init(value: ast.expr | None) -> bool:
     if isinstance(value, ast.Call) and (_dotted(value.func) or "").split(".")[-1] in (
-        "field", "Field"
+        "field",
+        "Field",
     ):
         for kw in value.keywords:
             if kw.arg == "init" and isinstance(kw.value, ast.Constant):
@@ -497,9 +542,14 @@ class AnnotationReader:
                 return [_Hint("dict", elems=[self.hints(e, rel, depth + 1) for e in elts])]
             if low in ("list", "sequence", "tuple", "set", "frozenset"):
                 ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts)
-                members = [self.hints(e, rel, depth + 1) for e in elts
-                           if not (isinstance(e, ast.Constant) and e.value is Ellipsis)]
-                kind = "tuple" if low == "tuple" else "set" if low in ("set", "frozenset") else "list"
+                members = [
+                    self.hints(e, rel, depth + 1)
+                    for e in elts
+                    if not (isinstance(e, ast.Constant) and e.value is Ellipsis)
+                ]
+                kind = (
+                    "tuple" if low == "tuple" else "set" if low in ("set", "frozenset") else "list"
+                )
                 return [_Hint(kind, elems=members, ellipsis=ellipsis)]
             return [_Hint("other", name=origin)]
         name = _dotted(node)
@@ -521,11 +571,21 @@ class AnnotationReader:
                 info = ClassInfo(defn.name, frel, defn)
                 if self.r.is_enum(info):
                     return [_Hint("enum", name=defn.name, cls=info, file=frel, line=defn.lineno)]
-                return [_Hint("class", name=defn.name, cls=info, file=frel, line=defn.lineno,
-                              is_dataclass=self.r.is_dataclass(info), dict_subclass=self.r.is_dict(info))]
+                return [
+                    _Hint(
+                        "class",
+                        name=defn.name,
+                        cls=info,
+                        file=frel,
+                        line=defn.lineno,
+                        is_dataclass=self.r.is_dataclass(info),
+                        dict_subclass=self.r.is_dict(info),
+                    )
+                ]
             alias_val = None
             if isinstance(defn, (ast.Assign, ast.AnnAssign)) or (
-                    _TYPE_ALIAS is not None and isinstance(defn, _TYPE_ALIAS)):
+                _TYPE_ALIAS is not None and isinstance(defn, _TYPE_ALIAS)
+            ):
                 alias_val = defn.value
             if alias_val is not None and isinstance(
                 alias_val, (ast.Subscript, ast.BinOp, ast.Name, ast.Attribute)
@@ -602,14 +662,17 @@ class _CliExtractor:
                 return got[0], got[1]
         # 2. known homes, then any cli_args.py defining it that calls AsyncEngineArgs
         cands = list(_MAKE_ARG_PARSER_CANDIDATES)
-        cands += [p for p in self.tree.py_files("vllm/entrypoints")
-                  if p.endswith("cli_args.py") and p not in cands]
+        cands += [
+            p
+            for p in self.tree.py_files("vllm/entrypoints")
+            if p.endswith("cli_args.py") and p not in cands
+        ]
         for rel in cands:
             text = self.tree.read(rel)
             if not text or "def make_arg_parser" not in text or "add_cli_args" not in text:
                 continue
             mod = self.tree.parse(rel)
-            for st in (mod.body if mod else []):
+            for st in mod.body if mod else []:
                 if isinstance(st, ast.FunctionDef) and st.name == "make_arg_parser":
                     return rel, st
         return None
@@ -619,19 +682,28 @@ class _CliExtractor:
     def run(self) -> None:
         found = self.find_make_arg_parser()
         if found is None:
-            self.sources.append(SourceStatus(
-                "make_arg_parser", "unknown",
-                reason="no make_arg_parser found (looked at vllm/entrypoints/cli/serve.py imports "
-                       "and vllm/entrypoints/**/cli_args.py)"))
+            self.sources.append(
+                SourceStatus(
+                    "make_arg_parser",
+                    "unknown",
+                    reason="no make_arg_parser found (looked at vllm/entrypoints/cli/serve.py imports "
+                    "and vllm/entrypoints/**/cli_args.py)",
+                )
+            )
             # still try the engine flags directly: they are most of the surface
             engine = self.r.resolve_class(ARG_UTILS, "AsyncEngineArgs") or self.r.resolve_class(
-                ARG_UTILS, "EngineArgs")
+                ARG_UTILS, "EngineArgs"
+            )
             if engine is not None:
                 self._interpret_add_cli_args(engine)
             else:
-                self.sources.append(SourceStatus(
-                    "EngineArgs.add_cli_args", "unknown",
-                    reason=f"{ARG_UTILS} does not define EngineArgs / AsyncEngineArgs"))
+                self.sources.append(
+                    SourceStatus(
+                        "EngineArgs.add_cli_args",
+                        "unknown",
+                        reason=f"{ARG_UTILS} does not define EngineArgs / AsyncEngineArgs",
+                    )
+                )
             return
         rel, fn = found
         self.sources.append(SourceStatus("make_arg_parser", "ok", rel, fn.lineno))
@@ -641,8 +713,15 @@ class _CliExtractor:
         got = self.r.find_method(cls, "add_cli_args")
         label = f"{cls.name}.add_cli_args"
         if got is None:
-            self.sources.append(SourceStatus(label, "unknown", cls.file, cls.line,
-                                             reason=f"{cls.name} has no add_cli_args method"))
+            self.sources.append(
+                SourceStatus(
+                    label,
+                    "unknown",
+                    cls.file,
+                    cls.line,
+                    reason=f"{cls.name} has no add_cli_args method",
+                )
+            )
             return
         owner, fn = got
         key = (owner.file, fn.lineno)
@@ -667,18 +746,29 @@ class _CliExtractor:
                     continue  # classmethod recursion on itself
                 target = self.r.resolve_class(ctx.file, owner)
                 if target is None:
-                    self.sources.append(SourceStatus(
-                        f"{owner}.add_cli_args", "unknown", ctx.file, call.lineno,
-                        reason=f"cannot resolve class {owner} from {ctx.file}"))
+                    self.sources.append(
+                        SourceStatus(
+                            f"{owner}.add_cli_args",
+                            "unknown",
+                            ctx.file,
+                            call.lineno,
+                            reason=f"cannot resolve class {owner} from {ctx.file}",
+                        )
+                    )
                     continue
                 self._interpret_add_cli_args(target)
 
-    def _kwargs_vars(self, fn: ast.FunctionDef, ctx: _Ctx) -> dict[str, tuple[ClassInfo | None, str | None]]:
+    def _kwargs_vars(
+        self, fn: ast.FunctionDef, ctx: _Ctx
+    ) -> dict[str, tuple[ClassInfo | None, str | None]]:
         """Variables bound to `get_kwargs(Cls)` (field None) or `get_kwargs(Cls)["f"]` / `x["f"]`."""
         out: dict[str, tuple[ClassInfo | None, str | None]] = {}
         for st in ast.walk(fn):
-            if not (isinstance(st, ast.Assign) and len(st.targets) == 1
-                    and isinstance(st.targets[0], ast.Name)):
+            if not (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+            ):
                 continue
             name, v = st.targets[0].id, st.value
             if _is_get_kwargs(v):
@@ -709,11 +799,14 @@ class _CliExtractor:
                 key = _override_target(t, kwvars)
                 if key is not None:
                     (owner, fld), attr = key
-                    out.setdefault((owner, fld), {})[attr] = st.value if isinstance(st, ast.Assign) \
-                        else DELETED
+                    out.setdefault((owner, fld), {})[attr] = (
+                        st.value if isinstance(st, ast.Assign) else DELETED
+                    )
         return out
 
-    def _field_type(self, cls: ClassInfo | None, fld: str) -> tuple[str, str | None, list[str] | None, FieldInfo | None]:
+    def _field_type(
+        self, cls: ClassInfo | None, fld: str
+    ) -> tuple[str, str | None, list[str] | None, FieldInfo | None]:
         if cls is None:
             return "unknown", None, None, None
         for fi in self.r.dataclass_fields(cls):
@@ -751,9 +844,12 @@ class _CliExtractor:
         backing_cls, backing_field = None, None
         for v in spreads:
             if True:  # **xxx_kwargs["field"] or **alias
-                if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant) and isinstance(
-                    v.value, ast.Name
-                ) and v.value.id in kwvars:
+                if (
+                    isinstance(v, ast.Subscript)
+                    and isinstance(v.slice, ast.Constant)
+                    and isinstance(v.value, ast.Name)
+                    and v.value.id in kwvars
+                ):
                     backing_cls, backing_field = kwvars[v.value.id][0], v.slice.value
                 elif isinstance(v, ast.Name) and v.id in kwvars and kwvars[v.id][1] is not None:
                     backing_cls, backing_field = kwvars[v.id]
@@ -762,16 +858,28 @@ class _CliExtractor:
             value_type, json_class, choices, _fi = self._field_type(backing_cls, backing_field)
             ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
             value_type, choices = _apply_overrides(value_type, choices, _live(ov))
-        value_type, choices = _apply_explicit(value_type, choices, kw, explicit_only=backing_field is None)
-        spec = self._field_spec(backing_cls, backing_field) if backing_field is not None else ArgSpec()
+        value_type, choices = _apply_explicit(
+            value_type, choices, kw, explicit_only=backing_field is None
+        )
+        spec = (
+            self._field_spec(backing_cls, backing_field) if backing_field is not None else ArgSpec()
+        )
         if backing_field is not None:
             ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
             apply_kwargs(spec, ov, ctx.file, call.lineno)
         ch = kw.get("choices")
-        get_args = isinstance(ch, ast.Call) and _dotted(ch.func) in ("get_args", "typing.get_args") \
+        get_args = (
+            isinstance(ch, ast.Call)
+            and _dotted(ch.func) in ("get_args", "typing.get_args")
             and bool(ch.args)
-        apply_kwargs(spec, {k: v for k, v in kw.items() if not (k == "choices" and get_args)},
-                     ctx.file, call.lineno, lambda node: self.r._default_of(node, ctx.file, 0))
+        )
+        apply_kwargs(
+            spec,
+            {k: v for k, v in kw.items() if not (k == "choices" and get_args)},
+            ctx.file,
+            call.lineno,
+            lambda node: self.r._default_of(node, ctx.file, 0),
+        )
         if get_args:
             lits = [h for h in self.ann.hints(ch.args[0], ctx.file) if h.kind == "Literal"]
             if lits:
@@ -787,20 +895,48 @@ class _CliExtractor:
         spec.dest = dest
         for a in opts:
             kind = "long" if a.value.startswith("--") else "short"
-            self.flags.append(CliFlag(
-                flag=a.value, kind=kind, canonical=canonical, dest=dest, file=ctx.file,
-                line=a.lineno, value_type=value_type, json_class=json_class, choices=choices,
-                source=ctx.source, config_class=backing_cls.name if backing_cls else None,
-                config_field=backing_field, conditional=cond, spec=spec))
-        if value_type == "bool" and _negates(kw, backing_field is not None, _live(overrides.get(
-                (backing_cls.name if backing_cls else "?", backing_field or ""), {}))):
+            self.flags.append(
+                CliFlag(
+                    flag=a.value,
+                    kind=kind,
+                    canonical=canonical,
+                    dest=dest,
+                    file=ctx.file,
+                    line=a.lineno,
+                    value_type=value_type,
+                    json_class=json_class,
+                    choices=choices,
+                    source=ctx.source,
+                    config_class=backing_cls.name if backing_cls else None,
+                    config_field=backing_field,
+                    conditional=cond,
+                    spec=spec,
+                )
+            )
+        if value_type == "bool" and _negates(
+            kw,
+            backing_field is not None,
+            _live(
+                overrides.get((backing_cls.name if backing_cls else "?", backing_field or ""), {})
+            ),
+        ):
             for a in opts:
                 if a.value.startswith("--"):
-                    self.flags.append(CliFlag(
-                        flag="--no-" + a.value[2:], kind="negated", canonical=canonical, dest=dest,
-                        file=ctx.file, line=a.lineno, value_type="bool", source=ctx.source,
-                        config_class=backing_cls.name if backing_cls else None,
-                        config_field=backing_field, conditional=cond))
+                    self.flags.append(
+                        CliFlag(
+                            flag="--no-" + a.value[2:],
+                            kind="negated",
+                            canonical=canonical,
+                            dest=dest,
+                            file=ctx.file,
+                            line=a.lineno,
+                            value_type="bool",
+                            source=ctx.source,
+                            config_class=backing_cls.name if backing_cls else None,
+                            config_field=backing_field,
+                            conditional=cond,
+                        )
+                    )
 
     def _fields_expansion(self, ctx: _Ctx, call: ast.Call) -> None:
         """`add_argument(*extra_flags, f"--{key.replace('_', '-')}", **value)` over get_kwargs(cls)."""
@@ -812,17 +948,25 @@ class _CliExtractor:
                 continue
             vt, jc, ch = self.ann.classify(self.ann.hints(fi.annotation, fi.file))
             cust = customs.get(fi.name, {})
-            vt, ch = _apply_overrides(vt, ch, {k: v for k, (v, _f, _l) in cust.items()
-                                               if v is not DELETED})
+            vt, ch = _apply_overrides(
+                vt, ch, {k: v for k, (v, _f, _l) in cust.items() if v is not DELETED}
+            )
             spec = self._field_spec(cls, fi.name)
             for key, (node, cfile, cline) in cust.items():
                 if key != "flags":
                     apply_kwargs(spec, {key: node}, cfile, cline)
             long = "--" + fi.name.replace("_", "-")
             common: dict[str, Any] = {
-                "canonical": long, "dest": fi.name, "value_type": vt, "json_class": jc,
-                "choices": ch, "source": fi.owner, "config_class": fi.owner, "config_field": fi.name,
-                "spec": spec}
+                "canonical": long,
+                "dest": fi.name,
+                "value_type": vt,
+                "json_class": jc,
+                "choices": ch,
+                "source": fi.owner,
+                "config_class": fi.owner,
+                "config_field": fi.name,
+                "spec": spec,
+            }
             self.flags.append(CliFlag(flag=long, kind="long", file=fi.file, line=fi.line, **common))
             if "flags" in cust:
                 node, ffile, fline = cust["flags"]
@@ -833,10 +977,19 @@ class _CliExtractor:
                 for x in extra if isinstance(extra, (list, tuple)) else []:
                     if isinstance(x, str):
                         kind = "long" if x.startswith("--") else "short"
-                        self.flags.append(CliFlag(flag=x, kind=kind, file=ffile, line=fline, **common))
+                        self.flags.append(
+                            CliFlag(flag=x, kind=kind, file=ffile, line=fline, **common)
+                        )
             if vt == "bool" and "action" not in cust and "type" not in cust:
-                self.flags.append(CliFlag(flag="--no-" + long[2:], kind="negated", file=fi.file,
-                                          line=fi.line, **{**common, "value_type": "bool"}))
+                self.flags.append(
+                    CliFlag(
+                        flag="--no-" + long[2:],
+                        kind="negated",
+                        file=fi.file,
+                        line=fi.line,
+                        **{**common, "value_type": "bool"},
+                    )
+                )
 
     def _field_spec(self, cls: ClassInfo | None, name: str) -> ArgSpec:
         """ArgSpec `_compute_kwargs` gives a config field, with the field's default."""
@@ -847,7 +1000,9 @@ class _CliExtractor:
             return ArgSpec(dest=name, unknown=f"{cls.name} has no field {name}")
         if self._profile is None:
             fn = self.r.resolve(ARG_UTILS, "_compute_kwargs")
-            self._profile = kwargs_profile(fn[1] if fn and isinstance(fn[1], ast.FunctionDef) else None)
+            self._profile = kwargs_profile(
+                fn[1] if fn and isinstance(fn[1], ast.FunctionDef) else None
+            )
         spec = from_hints(self.ann.hints(fi.annotation, fi.file), name, self._profile)
         spec.default, spec.default_kind = self.r.field_default(cls, name)
         return spec
@@ -857,20 +1012,28 @@ class _CliExtractor:
         out: dict[str, dict[str, tuple[ast.expr, str, int]]] = {}
         for c in reversed(self.r.mro(cls)):
             for st in c.node.body:
-                if not (isinstance(st, ast.FunctionDef) and (
-                        "customize" in st.name or st.name == "add_cli_args")):
+                if not (
+                    isinstance(st, ast.FunctionDef)
+                    and ("customize" in st.name or st.name == "add_cli_args")
+                ):
                     continue
                 for node in ast.walk(st):
                     if not isinstance(node, (ast.Assign, ast.Delete)):
                         continue
                     for t in node.targets:
-                        if (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
-                                and isinstance(t.value, ast.Subscript)
-                                and isinstance(t.value.slice, ast.Constant)
-                                and isinstance(t.value.slice.value, str)):
+                        if (
+                            isinstance(t, ast.Subscript)
+                            and isinstance(t.slice, ast.Constant)
+                            and isinstance(t.value, ast.Subscript)
+                            and isinstance(t.value.slice, ast.Constant)
+                            and isinstance(t.value.slice.value, str)
+                        ):
                             value = node.value if isinstance(node, ast.Assign) else DELETED
                             out.setdefault(t.value.slice.value, {})[str(t.slice.value)] = (
-                                value, c.file, node.lineno)
+                                value,
+                                c.file,
+                                node.lineno,
+                            )
         return out
 
 
@@ -888,9 +1051,13 @@ def _override_target(t: ast.expr, kwvars) -> tuple[tuple[str, str], str] | None:
         return None
     attr = t.slice.value
     inner = t.value
-    if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Constant) and isinstance(
-        inner.value, ast.Name
-    ) and inner.value.id in kwvars and kwvars[inner.value.id][1] is None:
+    if (
+        isinstance(inner, ast.Subscript)
+        and isinstance(inner.slice, ast.Constant)
+        and isinstance(inner.value, ast.Name)
+        and inner.value.id in kwvars
+        and kwvars[inner.value.id][1] is None
+    ):
         cls = kwvars[inner.value.id][0]
         return ((cls.name if cls else "?", str(inner.slice.value)), str(attr))
     if isinstance(inner, ast.Name) and inner.id in kwvars and kwvars[inner.id][1] is not None:
@@ -964,7 +1131,11 @@ def _apply_explicit(vt: str, choices, kw: dict[str, ast.expr], explicit_only: bo
     if explicit_only and vt == "none":
         a = ast.unparse(kw["action"]) if "action" in kw else ""
         vt = "bool" if "const" in a else "str"  # argparse default/custom actions: one value
-    if "nargs" in kw and vt in ("str", "int", "float") and ast.unparse(kw["nargs"]) in ("'+'", "'*'"):
+    if (
+        "nargs" in kw
+        and vt in ("str", "int", "float")
+        and ast.unparse(kw["nargs"]) in ("'+'", "'*'")
+    ):
         vt = "list"
     return vt, choices
 
@@ -1021,14 +1192,20 @@ def config_subkeys(resolver: SymbolResolver, cls: ClassInfo, nested: bool = True
         if not nested:
             continue
         for h in ann.hints(fi.annotation, fi.file):
-            if h.kind == "class" and h.cls is not None and h.cls.name != cls.name and \
-                    resolver.is_dataclass(h.cls):
+            if (
+                h.kind == "class"
+                and h.cls is not None
+                and h.cls.name != cls.name
+                and resolver.is_dataclass(h.cls)
+            ):
                 for sub in config_subkeys(resolver, h.cls, nested=False):
                     out.add(f"{fi.name}.{sub}")
     return out
 
 
-def dataclass_field_names(tree: VllmTree, class_name: str, module: str | None = None) -> list[str] | None:
+def dataclass_field_names(
+    tree: VllmTree, class_name: str, module: str | None = None
+) -> list[str] | None:
     """All AST fields (ClassVar excluded) of a config dataclass, or None when not found."""
     r = SymbolResolver(tree)
     cls = r.resolve_class(module, class_name) if module else None
@@ -1048,7 +1225,9 @@ def extract_cli(tree: VllmTree) -> CliSurface:
     try:
         ex.run()
     except RecursionError as e:  # pathological trees: report, never crash
-        return CliSurface(tree.version, "unknown", f"CLI extraction failed: {e}", sources=ex.sources)
+        return CliSurface(
+            tree.version, "unknown", f"CLI extraction failed: {e}", sources=ex.sources
+        )
 
     # de-duplicate (an option added twice keeps its first definition, like argparse would fail)
     seen: dict[str, CliFlag] = {}
@@ -1070,28 +1249,47 @@ def extract_cli(tree: VllmTree) -> CliSurface:
         if cls is None:
             cls = ex.r.find_class_anywhere(f.json_class)
         if cls is None:
-            sub_src[f.canonical] = SubkeySource(f.canonical, f.json_class, None, None, "unknown",
-                                                f"class {f.json_class} not found")
+            sub_src[f.canonical] = SubkeySource(
+                f.canonical, f.json_class, None, None, "unknown", f"class {f.json_class} not found"
+            )
             continue
         subkeys[f.canonical] = config_subkeys(ex.r, cls)
         sub_src[f.canonical] = SubkeySource(f.canonical, cls.name, cls.file, cls.line, "ok")
 
-    if not any(s.name == "EngineArgs.add_cli_args" and s.status == "ok" for s in ex.sources) and \
-            not any(s.name == "EngineArgs.add_cli_args" for s in ex.sources):
-        ex.sources.append(SourceStatus(
-            "EngineArgs.add_cli_args", "unknown",
-            reason="make_arg_parser never reaches EngineArgs.add_cli_args (layout changed?)"))
+    if not any(
+        s.name == "EngineArgs.add_cli_args" and s.status == "ok" for s in ex.sources
+    ) and not any(s.name == "EngineArgs.add_cli_args" for s in ex.sources):
+        ex.sources.append(
+            SourceStatus(
+                "EngineArgs.add_cli_args",
+                "unknown",
+                reason="make_arg_parser never reaches EngineArgs.add_cli_args (layout changed?)",
+            )
+        )
     inverse = inverse_prefixes(tree)
     if inverse is not None:  # --enable-x also answers to --disable-x (EnableDisableAction)
         have = {f.flag for f in flags}
         for f in [f for f in flags if f.kind == "negated"]:
-            base = "--" + f.flag[len("--no-"):]
+            base = "--" + f.flag[len("--no-") :]
             for prefix, other in inverse["prefixes"].items():
-                twin = other + base[len(prefix):]
+                twin = other + base[len(prefix) :]
                 if base.startswith(prefix) and twin not in have:
-                    flags.append(CliFlag(twin, "negated", f.canonical, f.dest, inverse["file"], inverse["line"],
-                                         "bool", source=f.source, config_class=f.config_class,
-                                         config_field=f.config_field, conditional=f.conditional, spec=f.spec))
+                    flags.append(
+                        CliFlag(
+                            twin,
+                            "negated",
+                            f.canonical,
+                            f.dest,
+                            inverse["file"],
+                            inverse["line"],
+                            "bool",
+                            source=f.source,
+                            config_class=f.config_class,
+                            config_field=f.config_field,
+                            conditional=f.conditional,
+                            spec=f.spec,
+                        )
+                    )
                     have.add(twin)
     bad = [s for s in ex.sources if s.status != "ok"]
     longs = [f for f in flags if f.kind == "long"]
@@ -1101,7 +1299,9 @@ def extract_cli(tree: VllmTree) -> CliSurface:
         status, reason = "partial", "; ".join(f"{s.name}: {s.reason}" for s in bad)
     else:
         status, reason = "ok", None
-    return CliSurface(tree.version, status, reason, flags, subkeys, sub_src, ex.sources, ex.positionals)
+    return CliSurface(
+        tree.version, status, reason, flags, subkeys, sub_src, ex.sources, ex.positionals
+    )
 
 
 ARGPARSE_UTILS = "vllm/utils/argparse_utils.py"
@@ -1117,9 +1317,15 @@ def inverse_prefixes(tree: VllmTree) -> dict[str, Any] | None:
     classes = {st.name: st for st in mod.body if isinstance(st, ast.ClassDef)}
     registered = set()
     for node in ast.walk(mod):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register" \
-                and len(node.args) == 3 and isinstance(node.args[0], ast.Constant) \
-                and node.args[0].value == "action" and (_dotted(node.args[1]) or "").endswith("BooleanOptionalAction"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "register"
+            and len(node.args) == 3
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "action"
+            and (_dotted(node.args[1]) or "").endswith("BooleanOptionalAction")
+        ):
             registered.add(_dotted(node.args[2]) or "")
     for name in registered:
         cls = classes.get(name)
@@ -1133,7 +1339,12 @@ def inverse_prefixes(tree: VllmTree) -> dict[str, Any] | None:
                 except (ValueError, SyntaxError, TypeError):
                     return None
                 if isinstance(prefixes, dict):
-                    return {"prefixes": prefixes, "class": name, "file": ARGPARSE_UTILS, "line": st.lineno}
+                    return {
+                        "prefixes": prefixes,
+                        "class": name,
+                        "file": ARGPARSE_UTILS,
+                        "line": st.lineno,
+                    }
     return None
 
 
@@ -1148,7 +1359,7 @@ def argv_rewrite_shape(tree: VllmTree) -> dict[str, Any] | None:
 
     for rel in _PARSER_HOMES:
         mod = tree.parse(rel)
-        for st in (mod.body if mod else []):
+        for st in mod.body if mod else []:
             if isinstance(st, ast.ClassDef) and st.name == "FlexibleArgumentParser":
                 for fn in st.body:
                     if isinstance(fn, ast.FunctionDef) and fn.name == "parse_args":
@@ -1160,7 +1371,9 @@ def argv_rewrite_shape(tree: VllmTree) -> dict[str, Any] | None:
 def _candidate_files(ex: _CliExtractor, f: CliFlag) -> list[str]:
     out = []
     if f.config_class:
-        c = ex.r.resolve_class(f.file, f.config_class) or ex.r.resolve_class(ARG_UTILS, f.config_class)
+        c = ex.r.resolve_class(f.file, f.config_class) or ex.r.resolve_class(
+            ARG_UTILS, f.config_class
+        )
         if c is not None:
             out.append(c.file)
     out.append(f.file)

@@ -55,8 +55,19 @@ class _Schema:
             return
         self.seen.add(cls.name)
         validators = self._validators(cls)
-        self.rows.append(ConfigField(cls.name, "", "", "null", "", json.dumps(validators.get("", [])),
-                                     self._extra(cls), cls.file, cls.line))
+        self.rows.append(
+            ConfigField(
+                cls.name,
+                "",
+                "",
+                "null",
+                "",
+                json.dumps(validators.get("", [])),
+                self._extra(cls),
+                cls.file,
+                cls.line,
+            )
+        )
         nested: list[ClassInfo] = []
         for fi in self.r.dataclass_fields(cls):
             if fi.classvar or not fi.init:
@@ -69,9 +80,19 @@ class _Schema:
             default, kind = self.r.field_default(cls, fi.name)
             if fi.value is None:
                 kind = "required"
-            self.rows.append(ConfigField(
-                cls.name, fi.name, json.dumps(spec, sort_keys=True), json.dumps(_jsonable(default)), kind,
-                json.dumps(validators.get(fi.name, [])), "", fi.file, fi.line))
+            self.rows.append(
+                ConfigField(
+                    cls.name,
+                    fi.name,
+                    json.dumps(spec, sort_keys=True),
+                    json.dumps(_jsonable(default)),
+                    kind,
+                    json.dumps(validators.get(fi.name, [])),
+                    "",
+                    fi.file,
+                    fi.line,
+                )
+            )
         for n in nested:
             self.visit(n)
 
@@ -85,10 +106,20 @@ class _Schema:
         if h.kind in ("None", "bool", "int", "float", "str"):
             return {"t": h.kind.lower()}
         if h.kind == "Literal":
-            return {"t": "literal", "values": _jsonable(h.values or []), "file": h.file, "line": h.line}
+            return {
+                "t": "literal",
+                "values": _jsonable(h.values or []),
+                "file": h.file,
+                "line": h.line,
+            }
         if h.kind == "enum" and h.cls is not None:
-            return {"t": "enum", "name": h.name, "members": self._members(h.cls), "file": h.file,
-                    "line": h.line}
+            return {
+                "t": "enum",
+                "name": h.name,
+                "members": self._members(h.cls),
+                "file": h.file,
+                "line": h.line,
+            }
         if h.kind == "class" and h.cls is not None:
             if h.is_dataclass:
                 nested.append(h.cls)
@@ -110,7 +141,11 @@ class _Schema:
         """Enum member name -> value (tuples of other members resolved); `enum.auto()` as None."""
         out: dict[str, Any] = {}
         for st in cls.node.body:
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+            ):
                 name = st.targets[0].id
                 if name.startswith("_"):
                     continue
@@ -134,8 +169,11 @@ class _Schema:
                         return "unknown"
                     # the implementation, not its @overload stubs
                     mod = self.r.tree.parse(got[0])
-                    impls = [st for st in (mod.body if mod else []) if isinstance(st, ast.FunctionDef)
-                             and st.name == "config"]
+                    impls = [
+                        st
+                        for st in (mod.body if mod else [])
+                        if isinstance(st, ast.FunctionDef) and st.name == "config"
+                    ]
                     return next((e for e in map(_extra_in, impls) if e), "unknown")
                 if name.split(".")[-1] == "dataclass":
                     return "ignore"
@@ -152,8 +190,14 @@ class _Schema:
                     if not isinstance(d, ast.Call):
                         continue
                     kind = (_dotted(d.func) or "").split(".")[-1]
-                    mode = next((k.value.value for k in d.keywords if k.arg == "mode"
-                                 and isinstance(k.value, ast.Constant)), "after")
+                    mode = next(
+                        (
+                            k.value.value
+                            for k in d.keywords
+                            if k.arg == "mode" and isinstance(k.value, ast.Constant)
+                        ),
+                        "after",
+                    )
                     entry = {"mode": mode, "func": st.name, "file": c.file, "line": st.lineno}
                     if kind == "field_validator":
                         entry.update(validator_kind(st, mode, self.r, c.file))
@@ -174,31 +218,64 @@ def validator_kind(fn: ast.FunctionDef, mode: str, r: SymbolResolver, rel: str) 
     - `construct` (before): `if isinstance(value, dict): return Cls(**value)`: plain validation;
     - `allowed` (after): `if value not in (...): raise ValueError(msg)`.
     """
-    body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    body = [
+        st
+        for st in fn.body
+        if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))
+    ]
     args = [a.arg for a in fn.args.args]
     value = args[1] if len(args) > 1 else "value"
     src = "\n".join(ast.unparse(st) for st in body)
-    if mode == "wrap" and len(body) == 2 and src.startswith(f"if {value} is None:\n    return {value}") \
-            and isinstance(body[1], ast.Return) and isinstance(body[1].value, ast.Call):
+    if (
+        mode == "wrap"
+        and len(body) == 2
+        and src.startswith(f"if {value} is None:\n    return {value}")
+        and isinstance(body[1], ast.Return)
+        and isinstance(body[1].value, ast.Call)
+    ):
         return {"kind": "skip_none"}
-    if mode == "before" and len(body) == 2 and isinstance(body[0], ast.If) and \
-            isinstance(body[1], ast.Return) and ast.unparse(body[1]) == f"return {value}":
+    if (
+        mode == "before"
+        and len(body) == 2
+        and isinstance(body[0], ast.If)
+        and isinstance(body[1], ast.Return)
+        and ast.unparse(body[1]) == f"return {value}"
+    ):
         test = ast.unparse(body[0].test)
         inner = body[0].body
-        if test == f"isinstance({value}, dict)" and len(inner) == 1 and isinstance(inner[0], ast.Return) \
-                and isinstance(inner[0].value, ast.Call) and inner[0].value.keywords \
-                and inner[0].value.keywords[0].arg is None:
+        if (
+            test == f"isinstance({value}, dict)"
+            and len(inner) == 1
+            and isinstance(inner[0], ast.Return)
+            and isinstance(inner[0].value, ast.Call)
+            and inner[0].value.keywords
+            and inner[0].value.keywords[0].arg is None
+        ):
             return {"kind": "construct", "class": _dotted(inner[0].value.func) or ""}
         if test == f"isinstance({value}, str)":
-            if len(inner) == 1 and isinstance(inner[0], ast.Return) and inner[0].value is not None \
-                    and str_chain(inner[0].value, value) is not None:
+            if (
+                len(inner) == 1
+                and isinstance(inner[0], ast.Return)
+                and inner[0].value is not None
+                and str_chain(inner[0].value, value) is not None
+            ):
                 return {"kind": "transform", "expr": ast.unparse(inner[0].value), "arg": value}
             return _enum_name(inner, value, r, rel)
-    if mode == "after" and body and isinstance(body[0], ast.If) and isinstance(body[-1], ast.Return):
+    if (
+        mode == "after"
+        and body
+        and isinstance(body[0], ast.If)
+        and isinstance(body[-1], ast.Return)
+    ):
         t = body[0].test
-        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotIn) \
-                and ast.unparse(t.left) == value and len(body[0].body) == 1 \
-                and isinstance(body[0].body[0], ast.Raise):
+        if (
+            isinstance(t, ast.Compare)
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.NotIn)
+            and ast.unparse(t.left) == value
+            and len(body[0].body) == 1
+            and isinstance(body[0].body[0], ast.Raise)
+        ):
             try:
                 allowed = list(ast.literal_eval(t.comparators[0]))
             except (ValueError, SyntaxError, TypeError):
@@ -212,20 +289,35 @@ def _enum_name(inner: list[ast.stmt], value: str, r: SymbolResolver, rel: str) -
     names = {value: value}
     out: dict[str, Any] = {"kind": "enum_name", "upper": False}
     for st in inner:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        if (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+        ):
             text = ast.unparse(st.value)
             if text == f"{value}.upper()":
                 names[st.targets[0].id], out["upper"] = value, True
                 continue
             return {"kind": "opaque"}
-        if isinstance(st, ast.If) and isinstance(st.test, ast.Compare) and len(st.body) == 1 \
-                and isinstance(st.body[0], ast.Raise) and isinstance(st.test.ops[0], ast.NotIn):
+        if (
+            isinstance(st, ast.If)
+            and isinstance(st.test, ast.Compare)
+            and len(st.body) == 1
+            and isinstance(st.body[0], ast.Raise)
+            and isinstance(st.test.ops[0], ast.NotIn)
+        ):
             out.update(_raise_parts(st.body[0].exc))
             continue
-        if isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 \
-                and ast.unparse(st.body[0]) == "return None" and isinstance(st.test, ast.Compare) \
-                and ast.unparse(st.test.left) == f"{value}.lower()" and isinstance(st.test.ops[0], ast.Eq) \
-                and isinstance(st.test.comparators[0], ast.Constant):
+        if (
+            isinstance(st, ast.If)
+            and not st.orelse
+            and len(st.body) == 1
+            and ast.unparse(st.body[0]) == "return None"
+            and isinstance(st.test, ast.Compare)
+            and ast.unparse(st.test.left) == f"{value}.lower()"
+            and isinstance(st.test.ops[0], ast.Eq)
+            and isinstance(st.test.comparators[0], ast.Constant)
+        ):
             out.setdefault("none_names", []).append(st.test.comparators[0].value)  # "auto" -> None
             continue
         if isinstance(st, ast.Return) and isinstance(st.value, ast.Subscript):

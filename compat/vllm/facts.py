@@ -22,7 +22,9 @@ def _b(v: bool | None) -> int | None:
     return None if v is None else int(bool(v))
 
 
-def capability_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex) -> tuple[list[dict], Any]:
+def capability_rows(
+    tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex
+) -> tuple[list[dict], Any]:
     from compat.vllm.capabilities import FLAGS, analyze_release
     from compat.vllm.registry import read_registry
 
@@ -31,10 +33,17 @@ def capability_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleInd
     rows = []
     for c in caps:
         row = {
-            "platform": c.platform, "arch": c.arch, "category": c.category,
-            "registry_module": c.registry_module, "registry_class": c.registry_class,
-            "class_path": c.class_path, "file": c.file, "line": c.line, "status": c.status,
-            "reason": c.reason, "evidence": json.dumps(c.evidence, sort_keys=True),
+            "platform": c.platform,
+            "arch": c.arch,
+            "category": c.category,
+            "registry_module": c.registry_module,
+            "registry_class": c.registry_class,
+            "class_path": c.class_path,
+            "file": c.file,
+            "line": c.line,
+            "status": c.status,
+            "reason": c.reason,
+            "evidence": json.dumps(c.evidence, sort_keys=True),
             "mro_path": json.dumps(c.mro),
         }
         row.update({f: _b(c.flags.get(f)) for f in FLAGS})
@@ -46,16 +55,27 @@ def raise_rows_of(tree: VllmTree, files: list[str] | None = None) -> list[dict]:
     """The raise inventory (compat.vllm.raises) of the tree, or of some of its files."""
     from compat.vllm.raises import scan_raises
 
-    return [{"file": s.file, "line": s.line, "exception": s.exception or "",
-             "template": s.template, "condition": s.condition or ""}
-            for s in scan_raises(tree, files=files).sites]
+    return [
+        {
+            "file": s.file,
+            "line": s.line,
+            "exception": s.exception or "",
+            "template": s.template,
+            "condition": s.condition or "",
+        }
+        for s in scan_raises(tree, files=files).sites
+    ]
 
 
 def release_row(tree: VllmTree, pp_rule: str | None, notes: list[str]) -> dict[str, Any]:
     """The `release` row of a tree's facts (the scan adds the analyzer hash it cached them under)."""
     return {
-        "version": tree.version, "origin": tree.origin, "sha256": tree.sha256,
-        "fingerprint": tree.fingerprint(), "commit_id": tree.commit, "pp_rule": pp_rule,
+        "version": tree.version,
+        "origin": tree.origin,
+        "sha256": tree.sha256,
+        "fingerprint": tree.fingerprint(),
+        "commit_id": tree.commit,
+        "pp_rule": pp_rule,
         "notes": json.dumps(notes),
     }
 
@@ -67,8 +87,9 @@ MODEL_DIRS = ("vllm/model_executor/models/", "vllm/models/")
 Say = Callable[[str], None]
 
 
-def compute(tree: VllmTree, platforms: tuple[str, ...],
-            progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def compute(
+    tree: VllmTree, platforms: tuple[str, ...], progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Every fact table of the release.
 
     Parsing is most of the cost, and a parsed module cannot be handed between processes
@@ -82,18 +103,24 @@ def compute(tree: VllmTree, platforms: tuple[str, ...],
     """
     say = progress or (lambda _m: None)
     files = tree.py_files("vllm")
-    queued = ([f for f in files if not f.startswith(MODEL_DIRS)]
-              + [f for f in files if f.startswith(MODEL_DIRS)])
+    queued = [f for f in files if not f.startswith(MODEL_DIRS)] + [
+        f for f in files if f.startswith(MODEL_DIRS)
+    ]
     with rare_young_collections():
         shares = _in_workers(tree, platforms, queued, say)
         if shares is None:
             queue = RaiseQueue(queued)
-            shares = (_model_share(tree, platforms, queue, say), _surface_share(tree, platforms, queue, say))
+            shares = (
+                _model_share(tree, platforms, queue, say),
+                _surface_share(tree, platforms, queue, say),
+            )
     models, surface = shares
     facts: dict[str, Any] = {**models["facts"], **surface["facts"]}
     if surface["raises_kept"]:
         order = {f: i for i, f in enumerate(files)}
-        facts["raise_message"] = sorted(models["raises"] + surface["raises"], key=lambda r: order[r["file"]])
+        facts["raise_message"] = sorted(
+            models["raises"] + surface["raises"], key=lambda r: order[r["file"]]
+        )
     facts["release"] = release_row(tree, models["pp_rule"], models["notes"] + surface["notes"])
     return facts
 
@@ -134,7 +161,7 @@ class RaiseQueue:
             with self._shared.get_lock():
                 i = self._shared.value
                 self._shared.value = i + self.CHUNK
-        return self.files[i:i + self.CHUNK]
+        return self.files[i : i + self.CHUNK]
 
     def drain(self, tree: VllmTree) -> list[dict]:
         rows: list[dict] = []
@@ -143,8 +170,9 @@ class RaiseQueue:
         return rows
 
 
-def _model_share(tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue,
-                 say: Say) -> dict[str, Any]:
+def _model_share(
+    tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue, say: Say
+) -> dict[str, Any]:
     from compat.vllm.scope import ModuleIndex
 
     index = ModuleIndex(tree)
@@ -152,12 +180,17 @@ def _model_share(tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue,
     caps, rules = capability_rows(tree, platforms, index)
     say(f"{tree.version}: speculative decoding")
     spec, spec_notes = speculative_rows(tree, platforms, caps)
-    return {"facts": {"arch_capability": caps, **spec}, "notes": list(rules.notes) + spec_notes,
-            "pp_rule": rules.pp_rule, "raises": queue.drain(tree)}
+    return {
+        "facts": {"arch_capability": caps, **spec},
+        "notes": list(rules.notes) + spec_notes,
+        "pp_rule": rules.pp_rule,
+        "raises": queue.drain(tree),
+    }
 
 
-def _surface_share(tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue,
-                   say: Say) -> dict[str, Any]:
+def _surface_share(
+    tree: VllmTree, platforms: tuple[str, ...], queue: RaiseQueue, say: Say
+) -> dict[str, Any]:
     from compat.vllm.scope import ModuleIndex
 
     index = ModuleIndex(tree)
@@ -187,8 +220,9 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _in_workers(tree: VllmTree, platforms: tuple[str, ...], queued: list[str],
-                say: Say) -> tuple[dict, dict] | None:
+def _in_workers(
+    tree: VllmTree, platforms: tuple[str, ...], queued: list[str], say: Say
+) -> tuple[dict, dict] | None:
     """Both shares in forked workers; None when there is one core, no fork, or a worker
     failed (the caller then computes here, and a real error surfaces as itself).
 
@@ -207,7 +241,9 @@ def _in_workers(tree: VllmTree, platforms: tuple[str, ...], queued: list[str],
         queue = RaiseQueue(queued, ctx.Value("i", 0))
         for share in (_model_share, _surface_share):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(share, tree, platforms, queue, send), daemon=True)
+            proc = ctx.Process(
+                target=_worker, args=(share, tree, platforms, queue, send), daemon=True
+            )
             proc.start()
             send.close()
             jobs.append((proc, recv))
@@ -215,7 +251,9 @@ def _in_workers(tree: VllmTree, platforms: tuple[str, ...], queued: list[str],
         pending = {recv: i for i, (_proc, recv) in enumerate(jobs)}
         deadline = time.monotonic() + 600
         while pending:
-            ready = multiprocessing.connection.wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
+            ready = multiprocessing.connection.wait(
+                list(pending), timeout=max(0.0, deadline - time.monotonic())
+            )
             if not ready:
                 return None  # a worker hangs
             for conn in ready:
@@ -240,8 +278,13 @@ def _in_workers(tree: VllmTree, platforms: tuple[str, ...], queued: list[str],
             proc.join()
 
 
-def _worker(share: Callable[..., dict], tree: VllmTree, platforms: tuple[str, ...],
-            queue: RaiseQueue, conn: Any) -> None:
+def _worker(
+    share: Callable[..., dict],
+    tree: VllmTree,
+    platforms: tuple[str, ...],
+    queue: RaiseQueue,
+    conn: Any,
+) -> None:
     """One share in a forked process; its result goes back through `conn`.
 
     Signals are the parent's to handle (it terminates the worker): no worker traceback, and
@@ -282,20 +325,30 @@ def _override_targets(fn_node) -> list[dict]:
         if not isinstance(node, _ast.Compare):
             continue
         left = _ast.unparse(node.left)
-        consts = [c.value for comp in node.comparators for c in _ast.walk(comp)
-                  if isinstance(c, _ast.Constant) and isinstance(c.value, str)]
+        consts = [
+            c.value
+            for comp in node.comparators
+            for c in _ast.walk(comp)
+            if isinstance(c, _ast.Constant) and isinstance(c.value, str)
+        ]
         if left.endswith("model_type"):
             types_.update(consts)
         elif "architecture" in left:
             archs.update(consts)
-    out = [{"model_type": t, "architectures": ["UnknownForCausalLM"], "num_nextn_predict_layers": 1}
-           for t in sorted(types_)]
-    out += [{"model_type": "unknown", "architectures": [a], "num_nextn_predict_layers": 1}
-            for a in sorted(archs)]
+    out = [
+        {"model_type": t, "architectures": ["UnknownForCausalLM"], "num_nextn_predict_layers": 1}
+        for t in sorted(types_)
+    ]
+    out += [
+        {"model_type": "unknown", "architectures": [a], "num_nextn_predict_layers": 1}
+        for a in sorted(archs)
+    ]
     return out
 
 
-def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict]) -> tuple[dict, list[str]]:
+def speculative_rows(
+    tree: VllmTree, platforms: tuple[str, ...], caps: list[dict]
+) -> tuple[dict, list[str]]:
     from compat.sources.tree import SPECULATIVE
     from compat.vllm.speculative import OverrideRunner, accepted_methods, draft_parallel_facts
 
@@ -303,20 +356,43 @@ def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict
     methods = accepted_methods(tree)
     if not methods:
         notes.append(f"speculative: no SpeculativeMethod Literal in {SPECULATIVE}")
-    method_rows = [{"method": m.method, "canonical": m.canonical, "kind": m.kind,
-                    "file": SPECULATIVE, "line": m.line} for m in methods]
+    method_rows = [
+        {
+            "method": m.method,
+            "canonical": m.canonical,
+            "kind": m.kind,
+            "file": SPECULATIVE,
+            "line": m.line,
+        }
+        for m in methods
+    ]
     dp = draft_parallel_facts(tree)
     dp_rows = []
     for m in sorted({m.canonical for m in methods}):
         if dp is None:
-            dp_rows.append({"method": m, "pp_source": "unknown", "ep_source": "unknown",
-                            "file": SPECULATIVE, "line": 0, "detail": "create_draft_parallel_config not found"})
+            dp_rows.append(
+                {
+                    "method": m,
+                    "pp_source": "unknown",
+                    "ep_source": "unknown",
+                    "file": SPECULATIVE,
+                    "line": 0,
+                    "detail": "create_draft_parallel_config not found",
+                }
+            )
         else:
-            dp_rows.append({"method": m, "pp_source": dp.pp_source(m),
-                            "ep_source": dp.ep_from_create if dp.pp_source(m) not in ("target_config", "none") else (
-                                "target" if dp.pp_source(m) == "target_config" else "off"),
-                            "file": SPECULATIVE, "line": dp.line_for(m),
-                            "detail": "; ".join(dp.notes)})
+            dp_rows.append(
+                {
+                    "method": m,
+                    "pp_source": dp.pp_source(m),
+                    "ep_source": dp.ep_from_create
+                    if dp.pp_source(m) not in ("target_config", "none")
+                    else ("target" if dp.pp_source(m) == "target_config" else "off"),
+                    "file": SPECULATIVE,
+                    "line": dp.line_for(m),
+                    "detail": "; ".join(dp.notes),
+                }
+            )
     runner = OverrideRunner(tree)
     by_arch = {(c["platform"], c["arch"]): c for c in caps}
     draft_rows = []
@@ -327,41 +403,77 @@ def speculative_rows(tree: VllmTree, platforms: tuple[str, ...], caps: list[dict
             for p in platforms:
                 draft_arch = res.architectures[0] if res.architectures else ""
                 cap = by_arch.get((p, draft_arch)) if res.changed else None
-                draft_rows.append({
-                    "platform": p, "target_model_type": cfg["model_type"],
-                    "target_arch": cfg["architectures"][0], "method": "mtp",
-                    "draft_arch": draft_arch if res.changed else "",
-                    "draft_class": cap["class_path"] if cap else "",
-                    "draft_supports_pp": cap["supports_pp"] if cap else None,
-                    "draft_inherits_pp": None if inherits is None else int(inherits),
-                    "status": res.status if res.changed or res.status != "ok" else "unchanged",
-                    "detail": res.detail, "file": SPECULATIVE, "line": res.line or runner.line,
-                })
+                draft_rows.append(
+                    {
+                        "platform": p,
+                        "target_model_type": cfg["model_type"],
+                        "target_arch": cfg["architectures"][0],
+                        "method": "mtp",
+                        "draft_arch": draft_arch if res.changed else "",
+                        "draft_class": cap["class_path"] if cap else "",
+                        "draft_supports_pp": cap["supports_pp"] if cap else None,
+                        "draft_inherits_pp": None if inherits is None else int(inherits),
+                        "status": res.status if res.changed or res.status != "ok" else "unchanged",
+                        "detail": res.detail,
+                        "file": SPECULATIVE,
+                        "line": res.line or runner.line,
+                    }
+                )
     else:
         notes.append("speculative: hf_config_override not found")
-    return {"spec_method": method_rows, "draft_parallel": dp_rows, "draft_mapping": draft_rows}, notes
+    return {
+        "spec_method": method_rows,
+        "draft_parallel": dp_rows,
+        "draft_mapping": draft_rows,
+    }, notes
 
 
-def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex) -> tuple[dict, list[str]]:
+def surface_rows(
+    tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex
+) -> tuple[dict, list[str]]:
     """CLI flags (and dotted sub-keys), parser names, gate anchors (the raise inventory is
     taken by both shares, see compute)."""
     from compat.vllm.cli_surface import extract_cli
-    from compat.vllm.gates import (check_gates, extract_aux_over_pp_classes, extract_lse_impls,
-                                   load_rules)
+    from compat.vllm.gates import (
+        check_gates,
+        extract_aux_over_pp_classes,
+        extract_lse_impls,
+        load_rules,
+    )
     from compat.vllm.parsers import extract_parsers
 
     notes: list[str] = []
     cli = extract_cli(tree)
     if cli.status != "ok":
         notes.append(f"cli: {cli.status}: {cli.reason}")
-    flag_rows = [{"flag": f.flag, "kind": f.kind, "canonical": f.canonical, "value_type": f.value_type,
-                  "file": f.file, "line": f.line} for f in cli.flags] if cli.status != "unknown" else []
+    flag_rows = (
+        [
+            {
+                "flag": f.flag,
+                "kind": f.kind,
+                "canonical": f.canonical,
+                "value_type": f.value_type,
+                "file": f.file,
+                "line": f.line,
+            }
+            for f in cli.flags
+        ]
+        if cli.status != "unknown"
+        else []
+    )
     for flag, keys in sorted(cli.subkeys.items()):
         src = cli.subkey_sources.get(flag)
         for key in sorted(keys):
-            flag_rows.append({"flag": f"{flag}.{key}", "kind": "subkey", "canonical": flag,
-                              "value_type": "", "file": (src.file if src else "") or "",
-                              "line": (src.line if src else 0) or 0})
+            flag_rows.append(
+                {
+                    "flag": f"{flag}.{key}",
+                    "kind": "subkey",
+                    "canonical": flag,
+                    "value_type": "",
+                    "file": (src.file if src else "") or "",
+                    "line": (src.line if src else 0) or 0,
+                }
+            )
     value_rows, config_rows = cli_value_rows(tree, cli) if cli.status != "unknown" else ([], [])
     parsers = extract_parsers(tree)
     parser_rows = []
@@ -370,40 +482,89 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
             notes.append(f"{ps.kind} parsers: {ps.reason}")
             continue
         for n in ps.names:
-            parser_rows.append({"kind": n.kind, "name": n.name, "module": n.module or "",
-                                "class_name": n.class_name or "", "file": n.file, "line": n.line})
+            parser_rows.append(
+                {
+                    "kind": n.kind,
+                    "name": n.name,
+                    "module": n.module or "",
+                    "class_name": n.class_name or "",
+                    "file": n.file,
+                    "line": n.line,
+                }
+            )
     rules = {r.id: r for r in load_rules()}
     gate_rows = []
     for g in check_gates(tree, list(rules.values())):
         r = rules[g.rule_id]
-        gate_rows.append({"rule_id": g.rule_id, "status": g.status, "effect": r.effect, "message": r.message,
-                          "file": g.file or "", "line": g.line or 0, "reason": g.reason or ""})
+        gate_rows.append(
+            {
+                "rule_id": g.rule_id,
+                "status": g.status,
+                "effect": r.effect,
+                "message": r.message,
+                "file": g.file or "",
+                "line": g.line or 0,
+                "reason": g.reason or "",
+            }
+        )
     attr_rows, release_rows = [], []
     scans = (extract_lse_impls(tree), extract_aux_over_pp_classes(tree))
     # Which scans succeeded: no rows for an attribute means "none set it" only when its scan ran.
-    release_rows.append({"key": "class_attr_scans", "value": json.dumps({x.attr: x.status for x in scans}),
-                         "file": "", "line": 0})
+    release_rows.append(
+        {
+            "key": "class_attr_scans",
+            "value": json.dumps({x.attr: x.status for x in scans}),
+            "file": "",
+            "line": 0,
+        }
+    )
     for scan in scans:
         if scan.status != "ok":
             notes.append(f"{scan.attr}: {scan.reason}")
             continue
         for c in scan.classes:
-            attr_rows.append({"attr": scan.attr, "class_name": c.class_name, "file": c.file,
-                              "line": c.line, "value": c.value, "via": c.via})
+            attr_rows.append(
+                {
+                    "attr": scan.attr,
+                    "class_name": c.class_name,
+                    "file": c.file,
+                    "line": c.line,
+                    "value": c.value,
+                    "via": c.via,
+                }
+            )
     release_rows.append(runner_default(tree))
     release_rows.append(requirements_fact(tree))
     release_rows.append(chat_template_files(tree))
     from compat.vllm.cli_surface import argv_rewrite_shape, inverse_prefixes
 
     shape = argv_rewrite_shape(tree)
-    release_rows.append({"key": "argv_rewrite", "value": json.dumps(shape),
-                         "file": shape["file"] if shape else "", "line": shape["line"] if shape else 0})
+    release_rows.append(
+        {
+            "key": "argv_rewrite",
+            "value": json.dumps(shape),
+            "file": shape["file"] if shape else "",
+            "line": shape["line"] if shape else 0,
+        }
+    )
     inverse = inverse_prefixes(tree)
-    release_rows.append({"key": "boolean_inverse_prefixes", "value": json.dumps(inverse),
-                         "file": inverse["file"] if inverse else "", "line": inverse["line"] if inverse else 0})
-    return {"cli_flag": flag_rows, "cli_value": value_rows, "config_field": config_rows,
-            "parser_name": parser_rows,
-            "gate_status": gate_rows, "class_attr_fact": attr_rows, "release_fact": release_rows}, notes
+    release_rows.append(
+        {
+            "key": "boolean_inverse_prefixes",
+            "value": json.dumps(inverse),
+            "file": inverse["file"] if inverse else "",
+            "line": inverse["line"] if inverse else 0,
+        }
+    )
+    return {
+        "cli_flag": flag_rows,
+        "cli_value": value_rows,
+        "config_field": config_rows,
+        "parser_name": parser_rows,
+        "gate_status": gate_rows,
+        "class_attr_fact": attr_rows,
+        "release_fact": release_rows,
+    }, notes
 
 
 def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
@@ -443,14 +604,28 @@ def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
 
 def _value_row(flag: str, option_strings: list[str], spec: Any, file: str, line: int) -> dict:
     return {
-        "flag": flag, "option_strings": json.dumps(option_strings), "dest": spec.dest,
-        "action": spec.action, "nargs": "" if spec.nargs is None else str(spec.nargs),
-        "const": json.dumps(spec.const), "type": spec.type or "", "parse": int(spec.parse),
-        "optional": int(spec.optional), "callable_src": spec.callable_src, "json_class": spec.json_class or "",
-        "choices": json.dumps(spec.choices), "metavar_only": int(spec.metavar_only),
-        "choices_file": spec.choices_file, "choices_line": spec.choices_line,
-        "default": json.dumps(spec.default if not isinstance(spec.default, (set, tuple)) else list(spec.default)),
-        "default_kind": spec.default_kind, "unknown": spec.unknown, "file": file, "line": line,
+        "flag": flag,
+        "option_strings": json.dumps(option_strings),
+        "dest": spec.dest,
+        "action": spec.action,
+        "nargs": "" if spec.nargs is None else str(spec.nargs),
+        "const": json.dumps(spec.const),
+        "type": spec.type or "",
+        "parse": int(spec.parse),
+        "optional": int(spec.optional),
+        "callable_src": spec.callable_src,
+        "json_class": spec.json_class or "",
+        "choices": json.dumps(spec.choices),
+        "metavar_only": int(spec.metavar_only),
+        "choices_file": spec.choices_file,
+        "choices_line": spec.choices_line,
+        "default": json.dumps(
+            spec.default if not isinstance(spec.default, (set, tuple)) else list(spec.default)
+        ),
+        "default_kind": spec.default_kind,
+        "unknown": spec.unknown,
+        "file": file,
+        "line": line,
     }
 
 
@@ -489,26 +664,42 @@ def runner_default(tree: VllmTree) -> dict:
     if mod is not None:
         archs = None
         for st in mod.body:
-            if (isinstance(st, _ast.Assign) and isinstance(st.targets[0], _ast.Name)
-                    and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"):
-                node = st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
+            if (
+                isinstance(st, _ast.Assign)
+                and isinstance(st.targets[0], _ast.Name)
+                and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
+            ):
+                node = (
+                    st.value.args[0]
+                    if isinstance(st.value, _ast.Call) and st.value.args
+                    else st.value
+                )
                 try:
                     archs = sorted(_ast.literal_eval(node))
                 except (ValueError, SyntaxError, TypeError):
                     archs = None
         default_src = ""
         for node in _ast.walk(mod):
-            if isinstance(node, _ast.FunctionDef) and node.name == "_is_default_v2_model_runner_model":
-                default_src = "\n".join(tree.lines(rel)[node.lineno - 1: node.end_lineno])
+            if (
+                isinstance(node, _ast.FunctionDef)
+                and node.name == "_is_default_v2_model_runner_model"
+            ):
+                default_src = "\n".join(tree.lines(rel)[node.lineno - 1 : node.end_lineno])
         for node in _ast.walk(mod):
             if isinstance(node, _ast.FunctionDef) and node.name == "use_v2_model_runner":
                 line = node.lineno
-                src = "\n".join(tree.lines(rel)[node.lineno - 1: node.end_lineno])
+                src = "\n".join(tree.lines(rel)[node.lineno - 1 : node.end_lineno])
                 if "_is_default_v2_model_runner_model()" in src:
-                    value = ({"mode": "restricted", "archs": archs,
-                              "requires_dense": "not model_config.is_moe" in default_src,
-                              "requires_unquantized": "is_quantized" in default_src}
-                             if archs and default_src else {"mode": "unknown"})
+                    value = (
+                        {
+                            "mode": "restricted",
+                            "archs": archs,
+                            "requires_dense": "not model_config.is_moe" in default_src,
+                            "requires_unquantized": "is_quantized" in default_src,
+                        }
+                        if archs and default_src
+                        else {"mode": "unknown"}
+                    )
                 elif "_get_v2_model_runner_unsupported_features()" in src:
                     value = {"mode": "v2"}
                 break
@@ -538,4 +729,9 @@ def requirements_fact(tree: VllmTree) -> dict:
             if m and not line.lstrip().startswith(("#", "-")):
                 names.add(m.group(1).lower().replace("_", "-"))
     value = {"packages": sorted(names)} if found else {"packages": None}
-    return {"key": "requirements", "value": json.dumps(value), "file": "requirements/common.txt", "line": 0}
+    return {
+        "key": "requirements",
+        "value": json.dumps(value),
+        "file": "requirements/common.txt",
+        "line": 0,
+    }

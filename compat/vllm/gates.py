@@ -155,7 +155,9 @@ def _schema(path: str) -> dict:
         raise UserError("gate rule schema is missing", where=path) from e
 
 
-def load_rules(path: str | Path | None = None, schema_path: str | Path | None = None) -> list[GateRule]:
+def load_rules(
+    path: str | Path | None = None, schema_path: str | Path | None = None
+) -> list[GateRule]:
     """Read and validate a gates YAML file (default: data/gates.yaml of this checkout)."""
     import jsonschema
     import yaml
@@ -163,7 +165,9 @@ def load_rules(path: str | Path | None = None, schema_path: str | Path | None = 
     p = Path(path) if path is not None else DEFAULT_RULES
     try:
         # libyaml's parser when PyYAML has it: the same documents, a tenth of the time.
-        doc = yaml.load(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = yaml.load(
+            p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except FileNotFoundError as e:
         raise UserError("gate rules file not found", where=str(p)) from e
     except yaml.YAMLError as e:
@@ -191,14 +195,26 @@ def load_rules(path: str | Path | None = None, schema_path: str | Path | None = 
             try:
                 _check_expr(ast.parse(expr, mode="eval").body)
             except (SyntaxError, ValueError) as ex:
-                raise UserError(f"bad expr {expr!r}: {ex}",
-                                where=f"{p}: rules[{i}].applies_when.expr") from ex
-        rules.append(GateRule(
-            id=r["id"], description=r["description"], applies_when=r["applies_when"],
-            effect=r["effect"], exception=r.get("exception"), message=r["message"],
-            anchors=[Anchor(a["file"], a["anchor"], a.get("kind", "source"), a.get("absent", False))
-                     for a in r["anchors"]],
-            group=r.get("group"), research=r.get("research"), notes=r.get("notes")))
+                raise UserError(
+                    f"bad expr {expr!r}: {ex}", where=f"{p}: rules[{i}].applies_when.expr"
+                ) from ex
+        rules.append(
+            GateRule(
+                id=r["id"],
+                description=r["description"],
+                applies_when=r["applies_when"],
+                effect=r["effect"],
+                exception=r.get("exception"),
+                message=r["message"],
+                anchors=[
+                    Anchor(a["file"], a["anchor"], a.get("kind", "source"), a.get("absent", False))
+                    for a in r["anchors"]
+                ],
+                group=r.get("group"),
+                research=r.get("research"),
+                notes=r.get("notes"),
+            )
+        )
     return rules
 
 
@@ -248,14 +264,17 @@ class _StringIndex:
                         if id(node) not in inner and _has_string(node):
                             out.append((flatten_message(node), node.lineno))
                     elif isinstance(node, ast.JoinedStr) or (
-                            isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                        isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    ):
                         out.append((flatten_message(node), node.lineno))
             self._cache[rel] = out
         return self._cache[rel]
 
 
 def _has_string(node: ast.AST) -> bool:
-    if isinstance(node, (ast.JoinedStr,)) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+    if isinstance(node, (ast.JoinedStr,)) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ):
         return True
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _has_string(node.left) or _has_string(node.right)
@@ -269,13 +288,21 @@ def _files_for(tree: VllmTree, pattern: str, all_files: list[str] | None) -> lis
     return [f for f in files if fnmatch.fnmatchcase(f, pattern)]
 
 
-def check_anchor(tree: VllmTree, a: Anchor, index: _StringIndex | None = None,
-                 all_files: list[str] | None = None) -> AnchorResult:
+def check_anchor(
+    tree: VllmTree, a: Anchor, index: _StringIndex | None = None, all_files: list[str] | None = None
+) -> AnchorResult:
     index = index or _StringIndex(tree)
     files = _files_for(tree, a.file, all_files)
     if not files:
-        return AnchorResult(a.file, a.anchor, a.kind, a.absent, False, None,
-                            f"{a.file} does not exist in this release")
+        return AnchorResult(
+            a.file,
+            a.anchor,
+            a.kind,
+            a.absent,
+            False,
+            None,
+            f"{a.file} does not exist in this release",
+        )
     hit_file, hit_line = None, None
     for rel in files:
         line = _find(tree, rel, a, index)
@@ -285,12 +312,26 @@ def check_anchor(tree: VllmTree, a: Anchor, index: _StringIndex | None = None,
     if a.absent:
         if hit_file is None:
             return AnchorResult(files[0], a.anchor, a.kind, True, True, None)
-        return AnchorResult(hit_file, a.anchor, a.kind, True, False, hit_line,
-                            f"{hit_file}:{hit_line} contains {a.anchor!r}, which must be absent")
+        return AnchorResult(
+            hit_file,
+            a.anchor,
+            a.kind,
+            True,
+            False,
+            hit_line,
+            f"{hit_file}:{hit_line} contains {a.anchor!r}, which must be absent",
+        )
     if hit_file is None:
         where = a.file if len(files) == 1 else f"{a.file} ({len(files)} files)"
-        return AnchorResult(files[0], a.anchor, a.kind, False, False, None,
-                            f"{a.kind} anchor {a.anchor!r} not found in {where}")
+        return AnchorResult(
+            files[0],
+            a.anchor,
+            a.kind,
+            False,
+            False,
+            None,
+            f"{a.kind} anchor {a.anchor!r} not found in {where}",
+        )
     return AnchorResult(hit_file, a.anchor, a.kind, False, True, hit_line)
 
 
@@ -328,8 +369,16 @@ def _check_gates(tree: VllmTree, rules: list[GateRule]) -> list[GateStatus]:
         if not results:
             out.append(GateStatus(r.id, "unverified", None, None, "rule has no anchors", results))
         elif bad:
-            out.append(GateStatus(r.id, "unverified", first.file, first.line,
-                                  "; ".join(x.reason or "" for x in bad), results))
+            out.append(
+                GateStatus(
+                    r.id,
+                    "unverified",
+                    first.file,
+                    first.line,
+                    "; ".join(x.reason or "" for x in bad),
+                    results,
+                )
+            )
         else:
             line_src = next((x for x in results if x.line is not None), first)
             out.append(GateStatus(r.id, "verified", line_src.file, line_src.line, None, results))
@@ -340,10 +389,22 @@ def _check_gates(tree: VllmTree, rules: list[GateRule]) -> list[GateStatus]:
 
 _CMP_RE = re.compile(r"^\s*(>=|<=|>|<|==|!=)\s*(-?\d+)\s*$")
 _NUMERIC = ("pp", "tp", "dp", "dcp", "pcp", "draft_tp", "draft_pp", "kv_heads")
-_BOOLEAN = ("ep", "dp_external", "async_scheduling", "elastic_ep", "adaptive_verification",
-            "model_runner_forced")
-_STRING = ("spec_method", "kv_connector", "kv_role", "mm_encoder_tp_mode", "model_runner",
-           "distributed_executor_backend")
+_BOOLEAN = (
+    "ep",
+    "dp_external",
+    "async_scheduling",
+    "elastic_ep",
+    "adaptive_verification",
+    "model_runner_forced",
+)
+_STRING = (
+    "spec_method",
+    "kv_connector",
+    "kv_role",
+    "mm_encoder_tp_mode",
+    "model_runner",
+    "distributed_executor_backend",
+)
 _CAPS = ("target", "draft", "installed")
 
 
@@ -366,8 +427,14 @@ def _num(cond: Any, val: Any) -> bool | None:
     if not m:
         raise ValueError(f"bad numeric condition {cond!r}")
     op, n = m.group(1), int(m.group(2))
-    return {">": val > n, ">=": val >= n, "<": val < n, "<=": val <= n,
-            "==": val == n, "!=": val != n}[op]
+    return {
+        ">": val > n,
+        ">=": val >= n,
+        "<": val < n,
+        "<=": val <= n,
+        "==": val == n,
+        "!=": val != n,
+    }[op]
 
 
 def _str(cond: Any, val: Any) -> bool:
@@ -378,9 +445,12 @@ def _str(cond: Any, val: Any) -> bool:
     return val == cond
 
 
-def rule_applies(rule: GateRule | dict, ctx: dict[str, Any],
-                 rules: list[GateRule] | None = None,
-                 verified: set[str] | None = None) -> bool | None:
+def rule_applies(
+    rule: GateRule | dict,
+    ctx: dict[str, Any],
+    rules: list[GateRule] | None = None,
+    verified: set[str] | None = None,
+) -> bool | None:
     """Does the rule's `applies_when` hold for `ctx`? True / False / None (a fact is missing).
 
     `rules` and `verified` (ids verified for the release) are needed for `group_hit`.
@@ -389,8 +459,13 @@ def rule_applies(rule: GateRule | dict, ctx: dict[str, Any],
     return _eval(cond, ctx, rules or [], verified, getattr(rule, "id", None))
 
 
-def _eval(cond: dict[str, Any], ctx: dict[str, Any], rules: list[GateRule],
-          verified: set[str] | None, self_id: str | None) -> bool | None:
+def _eval(
+    cond: dict[str, Any],
+    ctx: dict[str, Any],
+    rules: list[GateRule],
+    verified: set[str] | None,
+    self_id: str | None,
+) -> bool | None:
     results: list[bool | None] = []
     for key, want in cond.items():
         if key in _NUMERIC:
@@ -416,12 +491,18 @@ def _eval(cond: dict[str, Any], ctx: dict[str, Any], rules: list[GateRule],
                 if verified is not None and r.id not in verified:
                     continue
                 hits.append(_eval(r.applies_when, ctx, rules, verified, r.id))
-            results.append(True if any(h is True for h in hits) else
-                           (None if any(h is None for h in hits) else False))
+            results.append(
+                True
+                if any(h is True for h in hits)
+                else (None if any(h is None for h in hits) else False)
+            )
         elif key == "any_of":
             sub = [_eval(c, ctx, rules, verified, self_id) for c in want]
-            results.append(True if any(s is True for s in sub) else
-                           (None if any(s is None for s in sub) else False))
+            results.append(
+                True
+                if any(s is True for s in sub)
+                else (None if any(s is None for s in sub) else False)
+            )
         elif key == "not":
             s = _eval(want, ctx, rules, verified, self_id)
             results.append(None if s is None else not s)
@@ -430,17 +511,45 @@ def _eval(cond: dict[str, Any], ctx: dict[str, Any], rules: list[GateRule],
     return _and(results)
 
 
-_EXPR_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
-               ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare,
-               ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In,
-               ast.NotIn, ast.Name, ast.Load, ast.Constant, ast.Tuple)
+_EXPR_NODES = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.USub,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Compare,
+    ast.Eq,
+    ast.NotEq,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.Is,
+    ast.IsNot,
+    ast.In,
+    ast.NotIn,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.Tuple,
+)
 
 
 def _check_expr(node: ast.AST) -> None:
     for n in ast.walk(node):
         if not isinstance(n, _EXPR_NODES):
             raise ValueError(f"{type(n).__name__} not allowed")  # noqa: TRY004 (a bad rule value)
-        if isinstance(n, ast.Constant) and not (n.value is None or isinstance(n.value, (int, bool))):
+        if isinstance(n, ast.Constant) and not (
+            n.value is None or isinstance(n.value, (int, bool))
+        ):
             raise ValueError("only int/bool/None constants")
         if isinstance(n, ast.Name) and n.id not in _NUMERIC + _BOOLEAN:
             raise ValueError(f"unknown name {n.id!r}")
@@ -450,12 +559,25 @@ class _Missing(Exception):
     pass
 
 
-_BIN_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
-_CMP_OPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_,
-            ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
-            ast.NotIn: lambda a, b: a not in b}
+_BIN_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_CMP_OPS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 
 
 @lru_cache(maxsize=256)
@@ -497,7 +619,9 @@ def eval_expr(expr: str, ctx: dict[str, Any]) -> bool | None:
             left = ev(n.left)
             for op, right_node in zip(n.ops, n.comparators):
                 right = ev(right_node)
-                if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and (left is None or right is None):
+                if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and (
+                    left is None or right is None
+                ):
                     raise _Missing("None compared")
                 if not _CMP_OPS[type(op)](left, right):
                     return False
@@ -558,8 +682,9 @@ def _statements(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
-                     default_file: str | None = None) -> ClassAttrScan:
+def _class_attr_scan(
+    tree: VllmTree, attr: str, under: tuple[str, ...], default_file: str | None = None
+) -> ClassAttrScan:
     r = SymbolResolver(tree)
     direct: dict[tuple[str, str], ClassAttrFact] = {}
     others: list[ClassAttrFact] = []
@@ -585,9 +710,17 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
             classes.append(ClassInfo(node.name, rel, node))
             for st in node.body:
                 target = value = None
-                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                if (
+                    isinstance(st, ast.Assign)
+                    and len(st.targets) == 1
+                    and isinstance(st.targets[0], ast.Name)
+                ):
                     target, value = st.targets[0].id, st.value
-                elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+                elif (
+                    isinstance(st, ast.AnnAssign)
+                    and isinstance(st.target, ast.Name)
+                    and st.value is not None
+                ):
                     target, value = st.target.id, st.value
                 if target != attr or value is None:
                     continue
@@ -600,16 +733,23 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
                     if rel == default_file and default is None:
                         default = fact
             for sub in _statements(node):
-                if (isinstance(sub, ast.Assign) and len(sub.targets) == 1
-                        and isinstance(sub.targets[0], ast.Attribute)
-                        and sub.targets[0].attr == attr
-                        and isinstance(sub.targets[0].value, ast.Name)
-                        and sub.targets[0].value.id == "self"):
-                    others.append(ClassAttrFact(node.name, rel, sub.lineno, ast.unparse(sub.value),
-                                                "instance_attr"))
+                if (
+                    isinstance(sub, ast.Assign)
+                    and len(sub.targets) == 1
+                    and isinstance(sub.targets[0], ast.Attribute)
+                    and sub.targets[0].attr == attr
+                    and isinstance(sub.targets[0].value, ast.Name)
+                    and sub.targets[0].value.id == "self"
+                ):
+                    others.append(
+                        ClassAttrFact(
+                            node.name, rel, sub.lineno, ast.unparse(sub.value), "instance_attr"
+                        )
+                    )
     if not mentioned:
-        return ClassAttrScan(attr, "unknown",
-                             f"{attr} is not referenced under {', '.join(under)} in this release")
+        return ClassAttrScan(
+            attr, "unknown", f"{attr} is not referenced under {', '.join(under)} in this release"
+        )
     # inheritance: a subclass of a True class is True unless it (or a nearer base) overrides
     # it. Subclasses may live in files that never mention the attribute, so look for files
     # naming a known True class, until no new class turns up.
@@ -627,8 +767,11 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
                 scanned.add(rel)
                 mod = tree.parse(rel)
                 if mod is not None and rel not in {c.file for c in classes}:
-                    classes.extend(ClassInfo(n.name, rel, n) for n in _statements(mod)
-                                   if isinstance(n, ast.ClassDef))
+                    classes.extend(
+                        ClassInfo(n.name, rel, n)
+                        for n in _statements(mod)
+                        if isinstance(n, ast.ClassDef)
+                    )
         for c in classes:
             key = (c.file, c.name)
             if key in found or key in overridden or not c.node.bases:
@@ -639,8 +782,14 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
                     break
                 if bkey in found:
                     src = found[bkey]
-                    found[key] = ClassAttrFact(c.name, c.file, c.line, src.value, "inherited",
-                                               inherited_from=src.inherited_from or base.name)
+                    found[key] = ClassAttrFact(
+                        c.name,
+                        c.file,
+                        c.line,
+                        src.value,
+                        "inherited",
+                        inherited_from=src.inherited_from or base.name,
+                    )
                     new = True
                     break
         if not new:
@@ -652,13 +801,20 @@ def _class_attr_scan(tree: VllmTree, attr: str, under: tuple[str, ...],
 def extract_lse_impls(tree: VllmTree) -> ClassAttrScan:
     """Attention impl classes with `can_return_lse_for_decode = True` (DCP-capable), research §4.3."""
     with no_gc():
-        return _class_attr_scan(tree, "can_return_lse_for_decode", ("vllm/v1/attention/backends",),
-                                default_file="vllm/v1/attention/backend.py")
+        return _class_attr_scan(
+            tree,
+            "can_return_lse_for_decode",
+            ("vllm/v1/attention/backends",),
+            default_file="vllm/v1/attention/backend.py",
+        )
 
 
 def extract_aux_over_pp_classes(tree: VllmTree) -> ClassAttrScan:
     """Decoder classes with `supports_aux_hidden_states_over_pp = True` (0.33 C2), research §3.7."""
     with no_gc():
-        return _class_attr_scan(tree, "supports_aux_hidden_states_over_pp",
-                                ("vllm/model_executor/models", "vllm/models"),
-                                default_file="vllm/model_executor/models/interfaces.py")
+        return _class_attr_scan(
+            tree,
+            "supports_aux_hidden_states_over_pp",
+            ("vllm/model_executor/models", "vllm/models"),
+            default_file="vllm/model_executor/models/interfaces.py",
+        )

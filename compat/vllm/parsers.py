@@ -28,15 +28,19 @@ _SPEC = {
     TOOL: {
         "dict": "_TOOL_PARSERS_TO_REGISTER",
         "manager": "ToolParserManager",
-        "files": ("vllm/tool_parsers/__init__.py",
-                  "vllm/entrypoints/openai/tool_parsers/__init__.py"),
+        "files": (
+            "vllm/tool_parsers/__init__.py",
+            "vllm/entrypoints/openai/tool_parsers/__init__.py",
+        ),
         "dirs": ("vllm/tool_parsers", "vllm/entrypoints/openai/tool_parsers"),
     },
     REASONING: {
         "dict": "_REASONING_PARSERS_TO_REGISTER",
         "manager": "ReasoningParserManager",
-        "files": ("vllm/reasoning/__init__.py",
-                  "vllm/entrypoints/openai/reasoning_parsers/__init__.py"),
+        "files": (
+            "vllm/reasoning/__init__.py",
+            "vllm/entrypoints/openai/reasoning_parsers/__init__.py",
+        ),
         "dirs": ("vllm/reasoning", "vllm/entrypoints/openai/reasoning_parsers"),
     },
 }
@@ -84,7 +88,9 @@ class Parsers:
 
 
 def extract_parsers(tree: VllmTree) -> Parsers:
-    return Parsers(tree.version, extract_parser_set(tree, TOOL), extract_parser_set(tree, REASONING))
+    return Parsers(
+        tree.version, extract_parser_set(tree, TOOL), extract_parser_set(tree, REASONING)
+    )
 
 
 def extract_parser_set(tree: VllmTree, kind: str) -> ParserSet:
@@ -126,8 +132,19 @@ def extract_parser_set(tree: VllmTree, kind: str) -> ParserSet:
             except ValueError:
                 pass
             target = f"{base}/{module.replace('.', '/')}.py" if module else None
-            names.append(ParserName(name, kind, rel, k.lineno, "lazy_registry", module, cls,
-                                    target, tree.exists(target) if target else None))
+            names.append(
+                ParserName(
+                    name,
+                    kind,
+                    rel,
+                    k.lineno,
+                    "lazy_registry",
+                    module,
+                    cls,
+                    target,
+                    tree.exists(target) if target else None,
+                )
+            )
 
     # 2. eager registrations: decorators / direct register_module calls with literal names
     seen = {n.name for n in names}
@@ -137,9 +154,12 @@ def extract_parser_set(tree: VllmTree, kind: str) -> ParserSet:
             seen.add(n.name)
 
     if not names:
-        return ParserSet(kind, "unknown",
-                         f"no {spec['dict']} dict and no {spec['manager']}.register_module(...) "
-                         f"registrations found")
+        return ParserSet(
+            kind,
+            "unknown",
+            f"no {spec['dict']} dict and no {spec['manager']}.register_module(...) "
+            f"registrations found",
+        )
     return ParserSet(kind, "ok", None, names, registry_file, registry_line)
 
 
@@ -148,8 +168,11 @@ def _find_dict(tree: VllmTree, rel: str, var: str) -> tuple[str, ast.Dict] | Non
     if mod is None:
         return None
     for st in mod.body:
-        targets = st.targets if isinstance(st, ast.Assign) else (
-            [st.target] if isinstance(st, ast.AnnAssign) else [])
+        targets = (
+            st.targets
+            if isinstance(st, ast.Assign)
+            else ([st.target] if isinstance(st, ast.AnnAssign) else [])
+        )
         for t in targets:
             if isinstance(t, ast.Name) and t.id == var and isinstance(st.value, ast.Dict):
                 return rel, st.value
@@ -174,19 +197,35 @@ def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserNam
                 for d in node.decorator_list:
                     if _is_register(d, mgr):
                         for name, line in _literal_names(d):  # type: ignore[arg-type]
-                            out.append(ParserName(name, kind,
-                                                  rel, line, "decorator", rel.rsplit("/", 1)[-1][:-3],
-                                                  node.name, rel, True))
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_register(
-                    node.value, mgr):
+                            out.append(
+                                ParserName(
+                                    name,
+                                    kind,
+                                    rel,
+                                    line,
+                                    "decorator",
+                                    rel.rsplit("/", 1)[-1][:-3],
+                                    node.name,
+                                    rel,
+                                    True,
+                                )
+                            )
+            elif (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and _is_register(node.value, mgr)
+            ):
                 call = node.value
                 cls_name = None
                 for kw in call.keywords:
                     if kw.arg == "module" and isinstance(kw.value, ast.Name):
                         cls_name = kw.value.id
                 for name, line in _literal_names(call):
-                    out.append(ParserName(name, kind, rel,
-                                          line, "register_call", None, cls_name, None, None))
+                    out.append(
+                        ParserName(
+                            name, kind, rel, line, "register_call", None, cls_name, None, None
+                        )
+                    )
     return out
 
 
@@ -198,8 +237,11 @@ def _is_register(node: ast.AST, mgr: str) -> bool:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return False
     f = node.func
-    return (f.attr in ("register_module", "register_lazy_module")
-            and isinstance(f.value, ast.Name) and f.value.id == mgr)
+    return (
+        f.attr in ("register_module", "register_lazy_module")
+        and isinstance(f.value, ast.Name)
+        and f.value.id == mgr
+    )
 
 
 def _literal_names(call: ast.Call) -> list[tuple[str, int]]:

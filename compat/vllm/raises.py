@@ -38,9 +38,23 @@ from compat.sources.tree import VllmTree
 # (`context_parallel`, `context parallel`, `ContextParallel` is handled by the hump rule
 # on the first letter only, so `context.parallel` also matches `Context-Parallel`).
 KEYWORDS = (
-    "pipeline", "pp", "specul", "draft", "eagle", "mtp", "dflash", "dspark", "dcp",
-    "context.parallel", "expert.parallel", "data.parallel", "nixl", "connector", "hybrid",
-    "mamba", "encoder",
+    "pipeline",
+    "pp",
+    "specul",
+    "draft",
+    "eagle",
+    "mtp",
+    "dflash",
+    "dspark",
+    "dcp",
+    "context.parallel",
+    "expert.parallel",
+    "data.parallel",
+    "nixl",
+    "connector",
+    "hybrid",
+    "mamba",
+    "encoder",
 )
 _SHORT = {"pp", "mtp", "dcp"}
 _KW_RE = re.compile("|".join(KEYWORDS))  # applied to lower-cased text (much faster than re.I)
@@ -97,7 +111,9 @@ def match_keywords(text: str) -> list[str]:
         i, j = m.span()
         if i > 0 and text[i - 1].isalpha():
             cur = text[i]
-            hump = cur.isupper() and (text[i - 1].islower() or (j - i > 1 and text[i + 1].islower()))
+            hump = cur.isupper() and (
+                text[i - 1].islower() or (j - i > 1 and text[i + 1].islower())
+            )
             if not hump:
                 continue
         word = m.group().lower()
@@ -140,8 +156,12 @@ def flatten_message(node: ast.expr | None, resolve_name=None) -> str:
             return "{" + (ast.unparse(a) if a is not None else "?") + "}"
 
         return re.sub(r"%%|%[-#0 +]*\d*(?:\.\d+)?[sdrifgxXeEc]", sub, left)
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "format" and _stringish(node.func.value)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and _stringish(node.func.value)
+    ):
         return flatten_message(node.func.value, resolve_name)
     if isinstance(node, ast.Name) and resolve_name is not None:
         got = resolve_name(node)
@@ -199,7 +219,9 @@ def _statement_span(text: str, i: int, cap: int = 3000) -> int:
     return n
 
 
-_VAR_MSG_RE = re.compile(r"(?:raise\s+[\w.]+\(\s*|assert\s[^\n]*,\s*|\.append\(\s*)[A-Za-z_]\w*\s*\)?\s*$")
+_VAR_MSG_RE = re.compile(
+    r"(?:raise\s+[\w.]+\(\s*|assert\s[^\n]*,\s*|\.append\(\s*)[A-Za-z_]\w*\s*\)?\s*$"
+)
 
 
 def _is_word_at(text: str, i: int, word: str) -> bool:
@@ -221,7 +243,7 @@ def prefilter(text: str) -> bool:
                 span = text[i:end]
                 if match_keywords(span):
                     return True
-                if _VAR_MSG_RE.match(span) and match_keywords(text[max(0, i - 1500):i]):
+                if _VAR_MSG_RE.match(span) and match_keywords(text[max(0, i - 1500) : i]):
                     return True  # message built in a variable just before
             i = text.find(trig, i + 1)
     return False
@@ -241,8 +263,9 @@ class _Walker:
         self._stmts(mod.body, (), [], None)
 
     # conds: tuple of (test node | str, negated)
-    def _stmts(self, body: Iterable[ast.stmt], conds: tuple, scope: list[str],
-               fn: ast.AST | None) -> None:
+    def _stmts(
+        self, body: Iterable[ast.stmt], conds: tuple, scope: list[str], fn: ast.AST | None
+    ) -> None:
         for st in body:
             self._stmt(st, conds, scope, fn)
 
@@ -258,19 +281,38 @@ class _Walker:
             self._raise(st, conds, scope, fn)
         elif isinstance(st, ast.Assert):
             if st.msg is not None:
-                self._emit(st, "assert", "AssertionError", st.msg, conds + ((st.test, True),),
-                           scope, fn)
+                self._emit(
+                    st, "assert", "AssertionError", st.msg, conds + ((st.test, True),), scope, fn
+                )
         elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
             call = st.value
             f = call.func
             if isinstance(f, ast.Attribute) and f.attr == "append" and call.args:
-                owner = f.value.attr if isinstance(f.value, ast.Attribute) else (
-                    f.value.id if isinstance(f.value, ast.Name) else None)
+                owner = (
+                    f.value.attr
+                    if isinstance(f.value, ast.Attribute)
+                    else (f.value.id if isinstance(f.value, ast.Name) else None)
+                )
                 if owner and _LIST_NAME_RE.match(owner):
                     self._emit(st, "append", None, call.args[0], conds, scope, fn, list_name=owner)
-        elif isinstance(st, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return,
-                             ast.Import, ast.ImportFrom, ast.Pass, ast.Delete, ast.Global,
-                             ast.Nonlocal, ast.Break, ast.Continue)):
+        elif isinstance(
+            st,
+            (
+                ast.Expr,
+                ast.Assign,
+                ast.AugAssign,
+                ast.AnnAssign,
+                ast.Return,
+                ast.Import,
+                ast.ImportFrom,
+                ast.Pass,
+                ast.Delete,
+                ast.Global,
+                ast.Nonlocal,
+                ast.Break,
+                ast.Continue,
+            ),
+        ):
             return
         else:
             for name in ("body", "orelse", "finalbody"):
@@ -287,15 +329,29 @@ class _Walker:
         if exc is None:
             return  # bare re-raise
         if isinstance(exc, ast.Call):
-            msg = exc.args[0] if exc.args else next(
-                (k.value for k in exc.keywords if k.arg in ("msg", "message", "detail")), None)
+            msg = (
+                exc.args[0]
+                if exc.args
+                else next(
+                    (k.value for k in exc.keywords if k.arg in ("msg", "message", "detail")), None
+                )
+            )
             func = exc.func
         else:
             msg, func = None, exc
         self._emit(st, "raise", func, msg, conds, scope, fn)
 
-    def _emit(self, st: ast.stmt, kind: str, exc, msg: ast.expr | None, conds, scope, fn,
-              list_name: str | None = None) -> None:
+    def _emit(
+        self,
+        st: ast.stmt,
+        kind: str,
+        exc,
+        msg: ast.expr | None,
+        conds,
+        scope,
+        fn,
+        list_name: str | None = None,
+    ) -> None:
         if msg is None:
             return
         resolver = _local_resolver(fn, st.lineno) if fn is not None else None
@@ -307,12 +363,21 @@ class _Walker:
         for test, negated in conds:
             t = test if isinstance(test, str) else ast.unparse(test)
             texts.append(f"not ({t})" if negated else t)
-        self.sites.append(RaiseSite(
-            file=self.rel, line=st.lineno, kind=kind,
-            exception=exc if isinstance(exc, str) or exc is None else ast.unparse(exc),
-            template=template, keywords=kws, condition=texts[-1] if texts else None,
-            conditions=texts, function=".".join(scope) or None, list_name=list_name,
-            end_line=getattr(st, "end_lineno", None)))
+        self.sites.append(
+            RaiseSite(
+                file=self.rel,
+                line=st.lineno,
+                kind=kind,
+                exception=exc if isinstance(exc, str) or exc is None else ast.unparse(exc),
+                template=template,
+                keywords=kws,
+                condition=texts[-1] if texts else None,
+                conditions=texts,
+                function=".".join(scope) or None,
+                list_name=list_name,
+                end_line=getattr(st, "end_lineno", None),
+            )
+        )
 
 
 def _local_resolver(fn: ast.AST, before_line: int):
@@ -324,13 +389,21 @@ def _local_resolver(fn: ast.AST, before_line: int):
         for node in ast.walk(fn):
             if getattr(node, "lineno", before_line) >= before_line:
                 continue
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                    node.targets[0], ast.Name) and node.targets[0].id == name.id:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name.id
+            ):
                 if last is None or node.lineno > last.lineno:  # type: ignore[attr-defined]
                     last, extra = node.value, []
                     last.lineno = node.lineno  # type: ignore[attr-defined]
-            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(
-                    node.target, ast.Name) and node.target.id == name.id:
+            elif (
+                isinstance(node, ast.AugAssign)
+                and isinstance(node.op, ast.Add)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == name.id
+            ):
                 extra.append(node)  # type: ignore[arg-type]
         if last is None or not _stringish(last):
             return None
@@ -376,7 +449,9 @@ def scan_file(tree: VllmTree, rel: str) -> list[RaiseSite]:
     return w.sites
 
 
-def scan_raises(tree: VllmTree, under: str = "vllm", files: list[str] | None = None) -> RaiseInventory:
+def scan_raises(
+    tree: VllmTree, under: str = "vllm", files: list[str] | None = None
+) -> RaiseInventory:
     """All keyword-matching raise/assert/append messages below `under` (or in `files`, a
     sorted part of them: each file's sites depend on that file alone)."""
     t0 = time.perf_counter()

@@ -90,8 +90,12 @@ class _Evaluator:
         if isinstance(node, ast.DictComp) and len(node.generators) == 1:
             gen = node.generators[0]
             it = gen.iter
-            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
-                    and it.func.attr == "items" and not it.args):
+            if not (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Attribute)
+                and it.func.attr == "items"
+                and not it.args
+            ):
                 raise _Unsupported(f"comprehension over {ast.unparse(it)}")
             source = self.registry_dict(it.func.value)
             for k, (mod, cls, line) in source.items():
@@ -127,7 +131,11 @@ def read_registry(tree: VllmTree) -> list[RegistryEntry]:
     merged_node: ast.expr | None = None
     for st in mod.body:
         target, value = None, None
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        if (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+        ):
             target, value = st.targets[0].id, st.value
         elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value:
             target, value = st.target.id, st.value
@@ -146,9 +154,18 @@ def read_registry(tree: VllmTree) -> list[RegistryEntry]:
     try:
         merged = ev.registry_dict(merged_node)
     except _Unsupported as exc:
-        raise LayoutError(f"cannot evaluate {MERGED} in {REGISTRY}: {exc}", where=f"vllm {tree.version}") from None
-    spread_order = [v.id for k, v in zip(merged_node.keys, merged_node.values)
-                    if k is None and isinstance(v, ast.Name)] if isinstance(merged_node, ast.Dict) else []
+        raise LayoutError(
+            f"cannot evaluate {MERGED} in {REGISTRY}: {exc}", where=f"vllm {tree.version}"
+        ) from None
+    spread_order = (
+        [
+            v.id
+            for k, v in zip(merged_node.keys, merged_node.values)
+            if k is None and isinstance(v, ast.Name)
+        ]
+        if isinstance(merged_node, ast.Dict)
+        else []
+    )
     out = []
     for arch, (m, c, line) in merged.items():
         cats = tuple(name for name in spread_order if arch in ev.env.get(name, {}))

@@ -24,26 +24,45 @@ LINE_BUDGET = 200_000
 TIME_LIMIT_S = 5.0
 
 SUBCONFIG_KEYS = {
-    "text_config", "vision_config", "audio_config", "decoder", "encoder", "mtp_config",
-    "thinker_config", "talker_config", "llm_config", "language_config", "dflash_config",
+    "text_config",
+    "vision_config",
+    "audio_config",
+    "decoder",
+    "encoder",
+    "mtp_config",
+    "thinker_config",
+    "talker_config",
+    "llm_config",
+    "language_config",
+    "dflash_config",
 }
-_SAFE_BUILTINS = (
-    "abs all any bool callable dict enumerate filter float frozenset getattr hasattr int "
-    "isinstance issubclass iter len list map max min next object print range repr reversed "
-    "round set setattr slice sorted str sum tuple type zip ValueError TypeError KeyError "
-    "AttributeError NotImplementedError RuntimeError AssertionError IndexError Exception "
-    "True False None"
-).split()
+_SAFE_BUILTINS = ["abs", "all", "any", "bool", "callable", "dict", "enumerate", "filter", "float", "frozenset", "getattr", "hasattr", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "print", "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "str", "sum", "tuple", "type", "zip", "ValueError", "TypeError", "KeyError", "AttributeError", "NotImplementedError", "RuntimeError", "AssertionError", "IndexError", "Exception", "True", "False", "None"]
 # No `typing`: typing.get_type_hints evaluates annotation strings, i.e. arbitrary expressions.
 _STDLIB_OK = {"copy", "math", "re", "json", "collections", "functools", "itertools"}
 # Attributes that lead from any object to frames, code or module globals (and so to `sys`):
 # every name starting with `_` (`__class__`, `__globals__`, `__subclasses__`, `collections._sys`)
 # and the public frame/code attributes of generators, coroutines and tracebacks.
-_FRAME_ATTRS = frozenset({
-    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin",
-    "ag_frame", "ag_code", "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
-    "tb_frame", "tb_next",
-})
+_FRAME_ATTRS = frozenset(
+    {
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "cr_origin",
+        "ag_frame",
+        "ag_code",
+        "ag_await",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "tb_frame",
+        "tb_next",
+    }
+)
 
 
 class SandboxError(Exception):
@@ -71,8 +90,10 @@ class StubConfig:
         return tc if isinstance(tc, StubConfig) else self
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (v.to_dict() if isinstance(v, StubConfig) else _copy.deepcopy(v))
-                for k, v in self.__dict__.items()}
+        return {
+            k: (v.to_dict() if isinstance(v, StubConfig) else _copy.deepcopy(v))
+            for k, v in self.__dict__.items()
+        }
 
     def __contains__(self, key: str) -> bool:
         return key in self.__dict__
@@ -143,8 +164,10 @@ def _check_attrs(fn: ast.FunctionDef) -> None:
     """Refuse (SandboxError) a function that names an attribute leading out of the sandbox."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Attribute) and _forbidden(node.attr):
-            raise SandboxError(f"{fn.name} uses attribute {node.attr!r} (line {node.lineno}), "
-                               "which isolated code may not")
+            raise SandboxError(
+                f"{fn.name} uses attribute {node.attr!r} (line {node.lineno}), "
+                "which isolated code may not"
+            )
 
 
 def _guarded(real: Any) -> Any:
@@ -171,7 +194,9 @@ def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
     for n in ("getattr", "hasattr", "setattr"):
         safe[n] = _guarded(getattr(builtins, n))
 
-    def importer(name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    def importer(
+        name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
         if level:
             raise SandboxError(f"relative in-function import of {name}")
         if name.split(".")[0] in _STDLIB_OK:
@@ -181,16 +206,22 @@ def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
             m = _constants_module(tree, name)
             for f in fromlist or ():
                 if not hasattr(m, f):
-                    raise SandboxError(f"in-function import of {name}.{f}: not a literal constant (unstubbed)")
+                    raise SandboxError(
+                        f"in-function import of {name}.{f}: not a literal constant (unstubbed)"
+                    )
             return m
         raise SandboxError(f"in-function import of {name} is not stubbed")
 
     safe["__import__"] = importer
     g: dict[str, Any] = {
-        "__builtins__": safe, "__name__": "compat_isolated",
-        "copy": _module_view(_copy), "get_hf_text_config": _get_hf_text_config,
-        "PretrainedConfig": StubConfig, "PreTrainedConfig": StubConfig,
-        "logger": _Logger(), "Any": Any,
+        "__builtins__": safe,
+        "__name__": "compat_isolated",
+        "copy": _module_view(_copy),
+        "get_hf_text_config": _get_hf_text_config,
+        "PretrainedConfig": StubConfig,
+        "PreTrainedConfig": StubConfig,
+        "logger": _Logger(),
+        "Any": Any,
     }
     return g
 
@@ -224,20 +255,24 @@ def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list
     fn2 = _copy.deepcopy(fn)
     fn2.decorator_list = []
     marker = f"<isolated {file}:{fn.name}>"
-    code = compile(ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), marker, "exec")
+    code = compile(
+        ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), marker, "exec"
+    )
     exec(code, g)  # noqa: S102 (defines the function only)
     _COMPILED[key] = (g[fn.name], missing, marker, fn)
     return g[fn.name], missing, marker
 
 
-def run_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[str, Any],
-                 *args: Any) -> tuple[Any, int]:
+def run_isolated(
+    tree: VllmTree, fn: ast.FunctionDef, file: str, config: dict[str, Any], *args: Any
+) -> tuple[Any, int]:
     """Execute `fn(StubConfig(config), *args)`; returns (result, line of first config change)."""
     return call_isolated(tree, fn, file, StubConfig(_copy.deepcopy(config)), *args)
 
 
-def call_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, *args: Any,
-                  **kwargs: Any) -> tuple[Any, int]:
+def call_isolated(
+    tree: VllmTree, fn: ast.FunctionDef, file: str, *args: Any, **kwargs: Any
+) -> tuple[Any, int]:
     """Execute `fn(*args, **kwargs)` under the sandbox; (result, line of first config change)."""
     func, missing, marker = _compiled(tree, fn, file)
     deadline = time.monotonic() + TIME_LIMIT_S
@@ -258,7 +293,9 @@ def call_isolated(tree: VllmTree, fn: ast.FunctionDef, file: str, *args: Any,
     try:
         result = func(*args, **kwargs)
     except NameError as exc:
-        raise SandboxError(f"{fn.name} uses an unstubbed global ({exc}); free names not stubbed: {missing}") from None
+        raise SandboxError(
+            f"{fn.name} uses an unstubbed global ({exc}); free names not stubbed: {missing}"
+        ) from None
     finally:
         sys.settrace(old)
         first = _STATE["first"]
@@ -279,14 +316,20 @@ class IsolatedProgram:
 
     MARKER = "<isolated program>"
 
-    def __init__(self, tree: VllmTree, functions: dict[str, tuple[ast.FunctionDef, str]],
-                 host: dict[str, Any], imports: Any = None) -> None:
+    def __init__(
+        self,
+        tree: VllmTree,
+        functions: dict[str, tuple[ast.FunctionDef, str]],
+        host: dict[str, Any],
+        imports: Any = None,
+    ) -> None:
         self.tree = tree
         g = _globals_for(tree, next(iter(functions.values()))[0]) if functions else {}
         base_import = g["__builtins__"]["__import__"]
 
-        def importer(name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (),
-                     level: int = 0) -> Any:
+        def importer(
+            name: str, globals_: Any = None, locals_: Any = None, fromlist: Any = (), level: int = 0
+        ) -> Any:
             if imports is not None and name.startswith("vllm.") and fromlist:
                 mod = types.ModuleType(name)
                 for f in fromlist:
@@ -305,12 +348,21 @@ class IsolatedProgram:
             fn2 = _copy.deepcopy(fn)
             fn2.decorator_list = []
             fn2.returns = None
-            for a in [*fn2.args.posonlyargs, *fn2.args.args, *fn2.args.kwonlyargs,
-                      fn2.args.vararg, fn2.args.kwarg]:
+            for a in [
+                *fn2.args.posonlyargs,
+                *fn2.args.args,
+                *fn2.args.kwonlyargs,
+                fn2.args.vararg,
+                fn2.args.kwarg,
+            ]:
                 if a is not None:
                     a.annotation = None
             fn2.name = name
-            code = compile(ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), self.MARKER, "exec")
+            code = compile(
+                ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])),
+                self.MARKER,
+                "exec",
+            )
             exec(code, g)  # noqa: S102 (defines the function only)
 
     def call(self, name: str, *args: Any) -> Any:
@@ -332,6 +384,8 @@ class IsolatedProgram:
         try:
             return func(*args)
         except NameError as exc:
-            raise SandboxError(f"{name} uses a global the analysis does not provide ({exc})") from None
+            raise SandboxError(
+                f"{name} uses a global the analysis does not provide ({exc})"
+            ) from None
         finally:
             sys.settrace(old)

@@ -27,8 +27,16 @@ _PLATFORM_TRUTH: dict[str, dict[str, bool]] = {
     "unspecified": {"is_unspecified": True},  # vLLM's UnspecifiedPlatform (no device found)
 }
 _PLATFORM_METHODS = {
-    "is_cuda", "is_rocm", "is_cpu", "is_xpu", "is_tpu", "is_cuda_alike", "is_out_of_tree",
-    "is_neuron", "is_hpu", "is_unspecified",
+    "is_cuda",
+    "is_rocm",
+    "is_cpu",
+    "is_xpu",
+    "is_tpu",
+    "is_cuda_alike",
+    "is_out_of_tree",
+    "is_neuron",
+    "is_hpu",
+    "is_unspecified",
 }
 _DEVICE_TYPE = {"cuda": "cuda", "rocm": "cuda", "cpu": "cpu", "xpu": "xpu", "unspecified": ""}
 
@@ -153,8 +161,13 @@ class ModuleIndex:
     def _add(self, scope: ModuleScope, name: str, b: Binding) -> None:
         scope.bindings.setdefault(name, []).append(b)
 
-    def _collect(self, scope: ModuleScope, body: list[ast.stmt],
-                 conds: tuple[tuple[ast.expr, bool], ...], in_getattr: bool) -> None:
+    def _collect(
+        self,
+        scope: ModuleScope,
+        body: list[ast.stmt],
+        conds: tuple[tuple[ast.expr, bool], ...],
+        in_getattr: bool,
+    ) -> None:
         for st in body:
             if isinstance(st, ast.ClassDef):
                 self._add(scope, st.name, Binding("class", conds, in_getattr, st.lineno, st))
@@ -166,27 +179,44 @@ class ModuleIndex:
                     if a.name == "*":
                         scope.star_imports.append((mod, conds))
                         continue
-                    self._add(scope, a.asname or a.name,
-                              Binding("importfrom", conds, in_getattr, st.lineno, st, (mod, a.name)))
+                    self._add(
+                        scope,
+                        a.asname or a.name,
+                        Binding("importfrom", conds, in_getattr, st.lineno, st, (mod, a.name)),
+                    )
             elif isinstance(st, ast.Import):
                 for a in st.names:
                     if a.asname:
-                        self._add(scope, a.asname,
-                                  Binding("import", conds, in_getattr, st.lineno, st, a.name))
+                        self._add(
+                            scope,
+                            a.asname,
+                            Binding("import", conds, in_getattr, st.lineno, st, a.name),
+                        )
                     else:
                         top = a.name.split(".")[0]
-                        self._add(scope, top, Binding("import", conds, in_getattr, st.lineno, st, top))
+                        self._add(
+                            scope, top, Binding("import", conds, in_getattr, st.lineno, st, top)
+                        )
             elif isinstance(st, ast.Assign):
                 for t in st.targets:
                     if isinstance(t, ast.Name):
-                        kind = "alias" if isinstance(st.value, (ast.Name, ast.Attribute)) else "other"
-                        self._add(scope, t.id, Binding(kind, conds, in_getattr, st.lineno, st.value))
-                    elif (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                          and not in_getattr):
+                        kind = (
+                            "alias" if isinstance(st.value, (ast.Name, ast.Attribute)) else "other"
+                        )
+                        self._add(
+                            scope, t.id, Binding(kind, conds, in_getattr, st.lineno, st.value)
+                        )
+                    elif (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and not in_getattr
+                    ):
                         scope.late_attrs.setdefault(t.value.id, {})[t.attr] = st.value
             elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value:
                 kind = "alias" if isinstance(st.value, (ast.Name, ast.Attribute)) else "other"
-                self._add(scope, st.target.id, Binding(kind, conds, in_getattr, st.lineno, st.value))
+                self._add(
+                    scope, st.target.id, Binding(kind, conds, in_getattr, st.lineno, st.value)
+                )
             elif isinstance(st, ast.If):
                 self._collect(scope, st.body, conds + ((st.test, True),), in_getattr)
                 self._collect(scope, st.orelse, conds + ((st.test, False),), in_getattr)
@@ -226,13 +256,21 @@ class ModuleIndex:
             if any(v is True for v in vals):
                 return True
             return None if any(v is None for v in vals) else False
-        if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
-                and expr.func.attr in _PLATFORM_METHODS and _mentions_platform(expr.func.value)):
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in _PLATFORM_METHODS
+            and _mentions_platform(expr.func.value)
+        ):
             return _PLATFORM_TRUTH.get(platform, {}).get(expr.func.attr, False)
-        if (isinstance(expr, ast.Compare) and len(expr.ops) == 1
-                and isinstance(expr.left, ast.Attribute) and expr.left.attr == "device_type"
-                and _mentions_platform(expr.left.value)
-                and isinstance(expr.comparators[0], ast.Constant)):
+        if (
+            isinstance(expr, ast.Compare)
+            and len(expr.ops) == 1
+            and isinstance(expr.left, ast.Attribute)
+            and expr.left.attr == "device_type"
+            and _mentions_platform(expr.left.value)
+            and isinstance(expr.comparators[0], ast.Constant)
+        ):
             eq = _DEVICE_TYPE.get(platform) == expr.comparators[0].value
             if isinstance(expr.ops[0], ast.Eq):
                 return eq
@@ -297,7 +335,9 @@ class ModuleIndex:
             return ModuleRef(f"{module}.{name}")
         return Unresolved(f"{name} is not bound in {module}")
 
-    def _follow(self, scope: ModuleScope, b: Binding, name: str, platform: str, depth: int) -> Resolved:
+    def _follow(
+        self, scope: ModuleScope, b: Binding, name: str, platform: str, depth: int
+    ) -> Resolved:
         if b.kind == "class":
             assert isinstance(b.node, ast.ClassDef)
             return ClassRef(scope.module, b.node.name, scope.file, b.node.lineno)
@@ -320,8 +360,14 @@ class ModuleIndex:
             return self.resolve_expr(scope.module, b.node, platform, depth + 1)
         return Unresolved(f"{name} in {scope.module} is not a class (line {b.line})")
 
-    def resolve_expr(self, module: str, expr: ast.expr, platform: str, depth: int = 0,
-                     env: dict[str, Resolved] | None = None) -> Resolved:
+    def resolve_expr(
+        self,
+        module: str,
+        expr: ast.expr,
+        platform: str,
+        depth: int = 0,
+        env: dict[str, Resolved] | None = None,
+    ) -> Resolved:
         if env and isinstance(expr, ast.Name) and expr.id in env:
             return env[expr.id]
         if isinstance(expr, ast.Name):
@@ -349,20 +395,24 @@ class ModuleIndex:
             return Unresolved(f"base computed by a call: {ast.unparse(expr)}")
         return Unresolved(f"unsupported expression: {ast.unparse(expr)}")
 
-    def _factory_class(self, fn: FuncRef, arg: ClassRef | External, platform: str,
-                       depth: int) -> Resolved:
+    def _factory_class(
+        self, fn: FuncRef, arg: ClassRef | External, platform: str, depth: int
+    ) -> Resolved:
         """The class a factory returns: `def f(cls): class X(cls, Mixin): ...; return X`."""
         scope = self.scope(fn.module)
         node = None
-        for b in (scope.bindings.get(fn.name, []) if scope else []):
+        for b in scope.bindings.get(fn.name, []) if scope else []:
             if isinstance(b.node, ast.FunctionDef) and b.node.lineno == fn.line:
                 node = b.node
         if node is None or not node.args.args:
             return Unresolved(f"factory {fn.module}.{fn.name} not found")
         param = node.args.args[0].arg
         nested = {st.name: st for st in node.body if isinstance(st, ast.ClassDef)}
-        returned = [st.value.id for st in node.body
-                    if isinstance(st, ast.Return) and isinstance(st.value, ast.Name)]
+        returned = [
+            st.value.id
+            for st in node.body
+            if isinstance(st, ast.Return) and isinstance(st.value, ast.Name)
+        ]
         if not returned or returned[-1] not in nested:
             return Unresolved(f"factory {fn.name} does not return a class it defines")
         cls = nested[returned[-1]]

@@ -58,9 +58,14 @@ def accepted_methods(tree: VllmTree) -> list[Method]:
     literals: dict[str, tuple[ast.expr, int]] = {}
     for st in mod.body:
         value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
-        targets = (st.targets if isinstance(st, ast.Assign) else [st.target]) if value is not None else []
-        if (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
-                and value.value.id == "Literal"):
+        targets = (
+            (st.targets if isinstance(st, ast.Assign) else [st.target]) if value is not None else []
+        )
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "Literal"
+        ):
             for t in targets:
                 if isinstance(t, ast.Name):
                     literals[t.id] = (value.slice, st.lineno)
@@ -95,6 +100,7 @@ def accepted_methods(tree: VllmTree) -> list[Method]:
 
 # -- draft parallel config -------------------------------------------------------------
 
+
 @dataclass
 class DraftParallelFacts:
     """How each method builds the draft's ParallelConfig in one release."""
@@ -119,15 +125,21 @@ class DraftParallelFacts:
         return {"target": True, "target_config": True, "one": False, "none": False}.get(src)
 
     def line_for(self, method: str) -> int:
-        return (self.no_draft_methods.get(method) or self.target_pc_methods.get(method)
-                or self.create_line)
+        return (
+            self.no_draft_methods.get(method)
+            or self.target_pc_methods.get(method)
+            or self.create_line
+        )
 
 
 def _methods_in_test(test: ast.expr) -> list[str]:
     out: list[str] = []
     for node in ast.walk(test):
-        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
-                and node.left.attr == "method"):
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Attribute)
+            and node.left.attr == "method"
+        ):
             for comp in node.comparators:
                 for c in ast.walk(comp):
                     if isinstance(c, ast.Constant) and isinstance(c.value, str):
@@ -139,8 +151,12 @@ def _assigns(body: list[ast.stmt], attr: str) -> list[ast.Assign]:
     found = []
     for st in body:
         for node in ast.walk(st):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Attribute) and node.targets[0].attr == attr):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Attribute)
+                and node.targets[0].attr == attr
+            ):
                 found.append(node)
     return found
 
@@ -176,9 +192,7 @@ def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
             else:
                 src = ast.unparse(create)
                 ep = "target_if_moe" if "is_moe" in src else "unknown"
-            if isinstance(v, ast.Attribute) and v.attr == "pipeline_parallel_size":
-                line = v.lineno
-            elif isinstance(v, ast.Constant):
+            if isinstance(v, ast.Attribute) and v.attr == "pipeline_parallel_size" or isinstance(v, ast.Constant):
                 line = v.lineno
     target_pc: dict[str, int] = {}
     no_draft: dict[str, int] = {}
@@ -197,8 +211,11 @@ def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
             continue
         for branch in chain:
             methods = _methods_in_test(branch.test)
-            pcs = [a for a in _assigns(branch.body, "draft_parallel_config")
-                   if isinstance(a.value, ast.Attribute) and a.value.attr == "target_parallel_config"]
+            pcs = [
+                a
+                for a in _assigns(branch.body, "draft_parallel_config")
+                if isinstance(a.value, ast.Attribute) and a.value.attr == "target_parallel_config"
+            ]
             for m in methods:
                 if pcs:
                     target_pc.setdefault(m, pcs[0].lineno)
@@ -210,7 +227,7 @@ def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
     text = tree.read(SPECULATIVE) or ""
     if verify is not None:
         for node in ast.walk(verify):
-            if (isinstance(node, ast.Attribute) and node.attr == "verify_with_parallel_config"):
+            if isinstance(node, ast.Attribute) and node.attr == "verify_with_parallel_config":
                 verify_line = node.lineno
                 break
     if not verify_line and "verify_with_parallel_config(" in text:
@@ -219,6 +236,7 @@ def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
 
 
 # -- hf_config_override ----------------------------------------------------------------
+
 
 @dataclass
 class OverrideResult:
@@ -251,7 +269,9 @@ class OverrideRunner:
 
     def run(self, config: dict[str, Any]) -> OverrideResult:
         if self.fn is None:
-            return OverrideResult("unknown", detail=f"no SpeculativeConfig.hf_config_override in {SPECULATIVE}")
+            return OverrideResult(
+                "unknown", detail=f"no SpeculativeConfig.hf_config_override in {SPECULATIVE}"
+            )
         try:
             cfg, first_line = run_isolated(self.tree, self.fn, SPECULATIVE, config)
         except SandboxError as exc:
@@ -260,14 +280,25 @@ class OverrideRunner:
             return OverrideResult("error", detail=f"{type(exc).__name__}: {exc}")
         archs = tuple(getattr(cfg, "architectures", None) or ())
         mt = getattr(cfg, "model_type", None)
-        changed = (archs != tuple(config.get("architectures") or ())) or mt != config.get("model_type")
-        return OverrideResult("ok", mt, archs, changed, first_line,
-                              "rewrote the config" if changed else "left the config unchanged")
+        changed = (archs != tuple(config.get("architectures") or ())) or mt != config.get(
+            "model_type"
+        )
+        return OverrideResult(
+            "ok",
+            mt,
+            archs,
+            changed,
+            first_line,
+            "rewrote the config" if changed else "left the config unchanged",
+        )
 
 
 # -- EAGLE architecture rewrite ------------------------------------------------------------
 
-def eagle_rewrite(tree: VllmTree, method: str, archs: list[str]) -> tuple[list[str] | None, int, str]:
+
+def eagle_rewrite(
+    tree: VllmTree, method: str, archs: list[str]
+) -> tuple[list[str] | None, int, str]:
     """Apply `EAGLEConfig.__init__`'s rewrite for `method` to `archs`: (archs, line, why)."""
     mod = tree.parse(EAGLE_CONFIG)
     cls = _class(mod, "EAGLEConfig") if mod else None
@@ -278,8 +309,11 @@ def eagle_rewrite(tree: VllmTree, method: str, archs: list[str]) -> tuple[list[s
         if not isinstance(node, ast.If) or method not in _methods_in_test_name(node.test, "method"):
             continue
         for st in node.body:
-            if (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript)
-                    and isinstance(st.value, ast.ListComp)):
+            if (
+                isinstance(st, ast.Assign)
+                and isinstance(st.targets[0], ast.Subscript)
+                and isinstance(st.value, ast.ListComp)
+            ):
                 key = st.targets[0].slice
                 if isinstance(key, ast.Constant) and key.value == "architectures":
                     out = _eval_listcomp(st.value, archs)
@@ -292,7 +326,11 @@ def eagle_rewrite(tree: VllmTree, method: str, archs: list[str]) -> tuple[list[s
 def _methods_in_test_name(test: ast.expr, name: str) -> list[str]:
     out = []
     for node in ast.walk(test):
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == name:
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Name)
+            and node.left.id == name
+        ):
             for c in node.comparators:
                 for k in ast.walk(c):
                     if isinstance(k, ast.Constant) and isinstance(k.value, str):
@@ -310,9 +348,13 @@ def _eval_listcomp(comp: ast.ListComp, archs: list[str]) -> list[str] | None:
         code = compile(ast.fix_missing_locations(expr), EAGLE_CONFIG, "eval")
         out = []
         for a in archs:
-            if all(eval(compile(ast.Expression(c), EAGLE_CONFIG, "eval"), {"__builtins__": {}}, {var: a})
-                   for c in comp.generators[0].ifs):
-                out.append(eval(code, {"__builtins__": {}}, {var: a}))  # noqa: S307 (pure str ops)
+            if all(
+                eval(
+                    compile(ast.Expression(c), EAGLE_CONFIG, "eval"), {"__builtins__": {}}, {var: a}
+                )
+                for c in comp.generators[0].ifs
+            ):
+                out.append(eval(code, {"__builtins__": {}}, {var: a}))
         return [str(x) for x in out]
     except Exception:
         return None
@@ -321,7 +363,9 @@ def _eval_listcomp(comp: ast.ListComp, archs: list[str]) -> list[str] | None:
 SPECULATORS_ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
 
 
-def speculators_rewrite(tree: VllmTree, config: dict[str, Any]) -> tuple[list[str] | None, int, str]:
+def speculators_rewrite(
+    tree: VllmTree, config: dict[str, Any]
+) -> tuple[list[str] | None, int, str]:
     """Architectures vLLM gives a speculators-format draft checkpoint (its `config.json` has
     `speculators_model_type`): the release's own `@register_speculator` function for that
     type, run in isolation on a copy of the checkpoint's config. (archs, line, why)."""
@@ -335,12 +379,22 @@ def speculators_rewrite(tree: VllmTree, config: dict[str, Any]) -> tuple[list[st
         if not isinstance(st, ast.FunctionDef):
             continue
         for d in st.decorator_list:
-            if (isinstance(d, ast.Call) and getattr(d.func, "id", "") == "register_speculator"
-                    and d.args and isinstance(d.args[0], ast.Constant) and d.args[0].value == kind):
+            if (
+                isinstance(d, ast.Call)
+                and getattr(d.func, "id", "") == "register_speculator"
+                and d.args
+                and isinstance(d.args[0], ast.Constant)
+                and d.args[0].value == kind
+            ):
                 pre = copy.deepcopy(config.get("transformer_layer_config") or {})
                 try:
-                    call_isolated(tree, st, SPECULATORS_ALGOS, config_dict=copy.deepcopy(config),
-                                  pre_trained_config=pre)
+                    call_isolated(
+                        tree,
+                        st,
+                        SPECULATORS_ALGOS,
+                        config_dict=copy.deepcopy(config),
+                        pre_trained_config=pre,
+                    )
                 except SandboxError as exc:
                     return None, st.lineno, str(exc)
                 except Exception as exc:  # the release's own validation (unsupported model_type)
@@ -352,5 +406,14 @@ def speculators_rewrite(tree: VllmTree, config: dict[str, Any]) -> tuple[list[st
     return None, 0, f"speculators type {kind!r} is not registered in {SPECULATORS_ALGOS}"
 
 
-__all__ = ["Method", "accepted_methods", "DraftParallelFacts", "draft_parallel_facts",
-           "OverrideRunner", "OverrideResult", "eagle_rewrite", "speculators_rewrite", "StubConfig"]
+__all__ = [
+    "DraftParallelFacts",
+    "Method",
+    "OverrideResult",
+    "OverrideRunner",
+    "StubConfig",
+    "accepted_methods",
+    "draft_parallel_facts",
+    "eagle_rewrite",
+    "speculators_rewrite",
+]
