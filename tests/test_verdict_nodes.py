@@ -131,9 +131,9 @@ def test_model_checks_run_once_per_layout(
     calls: list[str] = []
     real = Judge._model
 
-    def counting(self: Judge, c: Combination, args, facts, prefix: str) -> list:
-        calls.append(prefix)
-        return real(self, c, args, facts, prefix)
+    def counting(self: Judge, c: Combination, args, facts) -> list:
+        calls.append(c.model_id)
+        return real(self, c, args, facts)
 
     monkeypatch.setattr(Judge, "_model", counting)
     nodes = judge.judge(_combo(("", HEAD), ("worker 1", WORKER)))

@@ -16,7 +16,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from compat.verdict.findings import Finding, Stage
 from compat.vllm.gates import GateRule, load_rules, rule_applies
+from compat.vocab import Status
 
 # Rules the engine decides itself with a fuller reason chain.
 HANDLED_BY_ENGINE = {"draft-pp-gate", "ep-needs-moe", "mm-encoder-tp-data-fallback"}
@@ -219,4 +221,15 @@ def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[str, GateRule, dict[str, An
             continue
         if rule_applies(r, ctx, list(rules()), verified) is True:
             out.append(("blocked" if r.effect in _BLOCKING else "warning", r, k.gates[r.id]))
+    return out
+
+
+def findings(k: Any, ctx: dict[str, Any], cap: dict[str, Any]) -> list[Finding]:
+    """A finding per verified rule that applies (blocked for errors, warning for fallbacks)."""
+    out = []
+    for status, rule, row in apply(k, ctx):
+        out.append(Finding(
+            Status(status), f"gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
+            message(rule, ctx, cap), [f"{row['file']}:{row['line']}" if row.get("file") else ""],
+            Stage.STARTUP if rule.effect == "startup_error" else Stage.CONFIG, key=f"gate:{rule.id}"))
     return out
