@@ -118,3 +118,61 @@ def test_mtp_error_on_a_config_rebuilt_without_its_mtp_layers_is_unknown(nextn: 
     o = Judge(k, WithNextn(MODELS.known)).judge(combo("acme/moe-pp", "--speculative-config",
                                                        json.dumps({"method": "mtp", "num_speculative_tokens": 1})))
     assert o.status == status, o.chain
+
+
+# ------------------------------------------------------------------ issue 16 mechanisms
+EAGLE3_NOPP_TARGET = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 2})
+
+
+def _with(k, *, runner: str | None = None, gates: tuple[str, ...] = (), lookups: dict | None = None,
+          eagle3_target: bool | None = None):
+    """A release with the runner it starts, verified gates, and where it looks reasoning parsers up."""
+    if runner is not None:
+        k.release_facts["runner_default"] = {"mode": runner}
+    for g in gates:
+        k.gates[g] = {"status": "verified", "file": "vllm/v1/worker/gpu_model_runner.py", "line": 1}
+    if lookups is not None:
+        k.release_facts["reasoning_parser_lookups"] = lookups
+    if eagle3_target is not None:
+        for (_p, _a), cap in k.caps.items():
+            cap["supports_eagle3"] = int(eagle3_target)
+    return k
+
+
+MECHANISMS = [
+    # the runner read from the release decides rules conditioned on it; undecided is unknown
+    ("runner v1 decides the eagle3 interface rule", dict(runner="v1", gates=("eagle3-interface-v1-runner",),
+                                                          eagle3_target=False),
+     ("--speculative-config", EAGLE3_NOPP_TARGET), "blocked", "gate:eagle3-interface-v1-runner"),
+    ("quiet on a target with SupportsEagle3", dict(runner="v1", gates=("eagle3-interface-v1-runner",),
+                                                   eagle3_target=True),
+     ("--speculative-config", EAGLE3_NOPP_TARGET), "ok", None),
+    ("quiet where V0 runs", dict(runner="v0", gates=("eagle3-interface-v1-runner",), eagle3_target=False),
+     ("--speculative-config", EAGLE3_NOPP_TARGET), "ok", None),
+    ("V1 or the V0 fallback: undecided, unknown", dict(runner="v1_or_v0", gates=("eagle3-interface-v1-runner",),
+                                                       eagle3_target=False),
+     ("--speculative-config", EAGLE3_NOPP_TARGET), "unknown", None),
+    # a headless node never looks the tool parser up; the reasoning parser only where the release does
+    ("headless node: no tool parser lookup", {}, ("--headless", "--enable-auto-tool-choice",
+                                                  "--tool-call-parser", "nope"), "ok", None),
+    ("headless node: reasoning looked up while building the config",
+     dict(lookups={"config": ["vllm/config/reasoning.py:1"], "engine_core": []}),
+     ("--headless", "--reasoning-parser", "nope"), "blocked", "parser:reasoning:nope"),
+    ("headless node: reasoning not looked up", dict(lookups={"config": [], "engine_core": ["x.py:1"]}),
+     ("--headless", "--reasoning-parser", "nope"), "ok", None),
+    ("headless data-parallel node runs an engine core", dict(lookups={"config": [], "engine_core": ["x.py:1"]}),
+     ("--headless", "--data-parallel-size", "2", "--reasoning-parser", "nope"), "blocked",
+     "parser:reasoning:nope"),
+    # an unverified argv rewrite: argparse's unique prefixes, ambiguous ones unknown
+    ("a unique abbreviation is the option", {}, ("--tensor-par", "8"), "ok", None),
+    ("an ambiguous abbreviation is unknown", {}, ("--data-parallel", "2"), "unknown", None),
+]
+
+
+@pytest.mark.parametrize("rule,opts,args,status,key", MECHANISMS, ids=[c[0] for c in MECHANISMS])
+def test_mechanism(rule: str, opts: dict, args: tuple[str, ...], status: str, key: str | None) -> None:
+    k = _with(release("0.1.0", methods=("eagle3", "ngram")), **opts)
+    o = Judge(k, MODELS).judge(combo("acme/dense-pp", *args))
+    assert o.status == status, (rule, o.chain)
+    if key is not None:
+        assert ("blocked", key) in o.keys, (rule, o.keys)

@@ -172,8 +172,9 @@ class Judge:
             return self._arg_cache[key]
         out = []
         for af in check_arguments(self.k, list(argv), self.shell).findings:
-            if af.key[:1] == ("unrecognized",):
-                continue  # _flags says which names the release lacks
+            if af.key[:1] == ("unrecognized",) and af.key[1].strip() and all(
+                    x.startswith("-") for x in af.key[1].split(" ") if x):
+                continue  # options: _flags says which names the release lacks (a stray positional stays)
             blocked = af.status == Status.BLOCKED
             step = (f"{af.step} (by the argument replay, not verified for vLLM {self.k.version}'s argv "
                     "rewrite)") if blocked else af.step
@@ -230,6 +231,17 @@ class Judge:
                                f"is not known to be boolean (type {k.flags[t.flag]['value_type']})",
                                key=f"{prefix}flag_bool:{t.flag}")
             row = k.flags[t.flag]
+        if row is None and not t.negated and t.flag.startswith("--") and "=" not in t.flag:
+            # argparse takes a unique prefix of a long option for it (allow_abbrev)
+            longer = sorted({r["canonical"] for f, r in k.flags.items() if f.startswith(t.flag)
+                             and r.get("kind") in ("long", "negated")})
+            if len(longer) == 1:
+                row = k.flags[longer[0]]
+            elif len(longer) > 1:
+                return Finding(Status.UNKNOWN, f"{prefix}{t.raw} abbreviates {', '.join(longer[:4])}"
+                               f"{' and more' if len(longer) > 4 else ''}: argparse says ambiguous option "
+                               f"where it may abbreviate (vLLM {k.version}'s argv rewrite is not verified)",
+                               key=f"{prefix}flag_prefix:{t.flag}")
         if row is None and any(ch.isspace() for ch in t.raw):
             # One argv item holding a space: argparse takes it for a positional, not an option.
             return Finding(Status.BLOCKED, f"{prefix}argument {t.raw!r} is a single argv item containing a "
@@ -256,10 +268,10 @@ class Judge:
         or in the engine core a data-parallel node runs (`reasoning_parser_lookups`)."""
         k, out = self.k, []
         checks = []
-        if tool and args.tool_call_parser and args.enable_auto_tool_choice:
+        if tool and not args.headless and args.tool_call_parser and args.enable_auto_tool_choice:
             checks.append(("tool", args.tool_call_parser, "--tool-call-parser",
                            f"invalid tool call parser: {args.tool_call_parser}"))
-        if args.reasoning_parser and args.reasoning_parser != "none":
+        if args.reasoning_parser and args.reasoning_parser != "none" and self._looks_up_reasoning(args):
             checks.append(("reasoning", args.reasoning_parser, "--reasoning-parser",
                            f"invalid reasoning parser: {args.reasoning_parser}"))
         plugins = {t.flag for t in args.tokens} & {"--tool-parser-plugin", "--reasoning-parser-plugin"}

@@ -3,9 +3,11 @@
 The engine builds a context from the parsed argv, the target's capabilities and
 config facts, and what the release's source says about the draft; every rule
 *verified* for that release (all anchors found) is evaluated with the rules' own
-condition vocabulary. A rule whose condition cannot be decided (a fact is missing)
-is not applied; a rule that applies becomes a finding with its effect:
-config_error / startup_error -> blocked, fallback / warning -> warning.
+condition vocabulary. A rule that applies becomes a finding with its effect
+(config_error / startup_error -> blocked, fallback / warning -> warning); a rule that
+might apply, because a condition it reads cannot be decided (a fact is missing, the model
+runner is not known), and no condition it reads is known to be false, is `unknown`, naming
+what is undecided. A skipped rule never turns into `ok`.
 
 Which model runner vLLM picks is itself read from the release (`runner_default`
 release fact, see compat.vllm.facts.runner_default) plus the `v2_unsupported` rules.
@@ -17,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from compat.verdict.findings import Finding, Stage
-from compat.vllm.gates import GateRule, load_rules, rule_applies
+from compat.vllm.gates import GateRule, load_rules, rule_applies, undecided
 from compat.vocab import Status
 
 # Rules the engine decides itself with a fuller reason chain.
@@ -145,12 +147,17 @@ def context(
     return ctx
 
 
-def choose_runner(
-    k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any
-) -> str | None:
-    """'v1' / 'v2' as `VllmConfig.use_v2_model_runner` decides in this release, or None."""
+def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any) -> str | None:
+    """'v0' / 'v1' / 'v2': the engine and model runner this release starts, or None (undecided).
+
+    Read from the release (`runner_default`, compat.vllm.facts.runner_default): V0 by default;
+    V1 with the V0 fallback oracle (undecided: the oracle reads more than the command); V1
+    only; V2 for some architectures; V2 unless a `v2_unsupported` rule holds.
+    """
     rd = k.release_facts.get("runner_default") or {}
     mode = rd.get("mode")
+    if mode in ("v0", "v1"):
+        return str(mode)
     if mode == "v2":
         candidate: bool | None = True
     elif mode == "restricted":
@@ -159,21 +166,14 @@ def choose_runner(
             candidate = None if facts.is_moe is None else not facts.is_moe
         if candidate and rd.get("requires_unquantized"):
             quant = bool(args.quantization) or bool((facts.config or {}).get("quantization_config"))
-            candidate = (
-                False
-                if quant
-                else (None if facts.config is None and not args.quantization else True)
-            )
+            candidate = False if quant else (None if facts.config is None and not args.quantization else True)
     else:
         return None
     if candidate is False:
         return "v1"
     verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
-    hits = [
-        rule_applies(r, ctx, list(rules()), verified)
-        for r in rules()
-        if r.group == "v2_unsupported" and r.id in verified
-    ]
+    hits = [rule_applies(r, ctx, list(rules()), verified) for r in rules()
+            if r.group == "v2_unsupported" and r.id in verified]
     if any(h is True for h in hits):
         return "v1"
     if candidate is None or any(h is None for h in hits):
@@ -209,27 +209,39 @@ def message(rule: GateRule, ctx: dict[str, Any], cap: dict[str, Any]) -> str:
         return rule.message
 
 
-def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[str, GateRule, dict[str, Any]]]:
-    """(status, rule, gate row) for every verified rule that applies."""
+def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[Status, GateRule, dict[str, Any], list[str]]]:
+    """(status, rule, gate row, undecided conditions) for every verified rule that applies
+    (blocked for errors, warning for fallbacks) or might apply (unknown: a condition it reads
+    is undecided, and none it reads is known to be false)."""
     verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
+    every = list(rules())
     out = []
-    for r in rules():
+    for r in every:
         if r.id in HANDLED_BY_ENGINE or r.id not in verified:
             continue
         if r.group == "v2_unsupported" and r.effect == "fallback":
-            # Falling back to V1 only matters where V2 would have run.
+            # Falling back to V1 only matters where V2 would have run (choose_runner reads them).
             continue
-        if rule_applies(r, ctx, list(rules()), verified) is True:
-            out.append(("blocked" if r.effect in _BLOCKING else "warning", r, k.gates[r.id]))
+        hit = rule_applies(r, ctx, every, verified)
+        if hit is True:
+            out.append((Status.BLOCKED if r.effect in _BLOCKING else Status.WARNING, r, k.gates[r.id], []))
+        elif hit is None:
+            out.append((Status.UNKNOWN, r, k.gates[r.id], undecided(r, ctx, every, verified)))
     return out
 
 
 def findings(k: Any, ctx: dict[str, Any], cap: dict[str, Any]) -> list[Finding]:
-    """A finding per verified rule that applies (blocked for errors, warning for fallbacks)."""
+    """A finding per verified rule that applies or might apply (see `apply`)."""
     out = []
-    for status, rule, row in apply(k, ctx):
-        out.append(Finding(
-            Status(status), f"gate {rule.id} ({rule.effect}): {rule.description.split('. ')[0]}",
-            message(rule, ctx, cap), [f"{row['file']}:{row['line']}" if row.get("file") else ""],
-            Stage.STARTUP if rule.effect == "startup_error" else Stage.CONFIG, key=f"gate:{rule.id}"))
+    for status, rule, row, open_conditions in apply(k, ctx):
+        what = rule.description.split(". ")[0]
+        evidence = [f"{row['file']}:{row['line']}" if row.get("file") else ""]
+        stage = Stage.STARTUP if rule.effect == "startup_error" else Stage.CONFIG
+        if status == Status.UNKNOWN:
+            out.append(Finding(status, f"gate {rule.id} ({rule.effect}) may apply, undecided: "
+                               f"{', '.join(open_conditions) or 'a condition'} ({what})", "", evidence,
+                               stage, key=f"gate:{rule.id}"))
+        else:
+            out.append(Finding(status, f"gate {rule.id} ({rule.effect}): {what}", message(rule, ctx, cap),
+                               evidence, stage, key=f"gate:{rule.id}"))
     return out

@@ -534,6 +534,7 @@ def surface_rows(
                 }
             )
     release_rows.append(runner_default(tree))
+    release_rows.append(reasoning_parser_lookups(tree))
     release_rows.append(requirements_fact(tree))
     release_rows.append(chat_template_files(tree))
     from compat.vllm.cli_surface import argv_rewrite_shape, inverse_prefixes
@@ -648,62 +649,106 @@ def chat_template_files(tree: VllmTree) -> dict:
     return {"key": "chat_template_files", "value": json.dumps(value), "file": "examples", "line": 0}
 
 
-def runner_default(tree: VllmTree) -> dict:
-    """How `VllmConfig.use_v2_model_runner` picks the runner when nothing forces it.
+def reasoning_parser_lookups(tree: VllmTree) -> dict:
+    """Where, outside the API server, the release looks a reasoning parser up by name.
 
-    `{"mode": "restricted", "archs": [...]}`: V2 only for those architectures (dense,
-    unquantized), as in 0.23/0.24; `{"mode": "v2"}`: V2 unless an unsupported feature is
-    present, as in 0.33; `{"mode": "unknown"}` otherwise.
+    A headless node never runs the API server's checks; it builds the engine config, and
+    runs an engine core when it serves data-parallel ranks. `{"config": [file:line...],
+    "engine_core": [file:line...]}`: calls of `get_reasoning_parser(` under vllm/config or
+    vllm/engine (building the config) and under vllm/v1 (the engine core).
     """
+    import re
+
+    found: dict[str, list[str]] = {"config": [], "engine_core": []}
+    for rel in tree.py_files("vllm"):
+        where = "config" if rel.startswith(("vllm/config/", "vllm/engine/")) else \
+            "engine_core" if rel.startswith("vllm/v1/") else None
+        if where is None:
+            continue
+        text = tree.read(rel) or ""
+        for m in re.finditer(r"\.get_reasoning_parser\(", text):
+            found[where].append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}")
+    return {"key": "reasoning_parser_lookups", "value": json.dumps(found), "file": "", "line": 0}
+
+
+def runner_default(tree: VllmTree) -> dict:
+    """Which engine and model runner start when nothing forces them, read from the release.
+
+    - `{"mode": "v0"}`: the V0 engine by default (`VLLM_USE_V1` defaults to "0" in envs.py);
+    - `{"mode": "v1_or_v0"}`: V1 by default, but the release still has V0 and
+      `EngineArgs._is_v1_supported_oracle` falls back to it for what V1 lacks (which engine
+      runs is then undecided here);
+    - `{"mode": "v1"}`: V1 only (V0 removed); a V2 runner, if present, is only opt-in;
+    - `{"mode": "restricted", "archs": [...]}`: V2 only for those architectures (dense,
+      unquantized), as in 0.23/0.24; `{"mode": "v2"}`: V2 unless an unsupported feature is
+      present, as in 0.33; `{"mode": "unknown"}` otherwise.
+    """
+    found = _v2_runner_default(tree)
+    if found is not None:
+        return found
+    value, rel, line = _engine_default(tree)
+    return {"key": "runner_default", "value": json.dumps(value), "file": rel, "line": line}
+
+
+def _engine_default(tree: VllmTree) -> tuple[dict, str, int]:
+    """(mode, file, line) of a release without `VllmConfig.use_v2_model_runner`."""
+    import re
+
+    envs = tree.read("vllm/envs.py") or ""
+    m = re.search(r'"VLLM_USE_V1":\s*lambda:\s*bool\(int\(os\.getenv\("VLLM_USE_V1",\s*"([01])"\)\)\)', envs)
+    has_v0 = tree.exists("vllm/worker/model_runner.py")
+    has_v1 = tree.exists("vllm/v1/worker/gpu_model_runner.py")
+    line = envs.count("\n", 0, m.start()) + 1 if m else 0
+    if has_v0 and m and m.group(1) == "0":
+        return {"mode": "v0"}, "vllm/envs.py", line
+    if has_v0 and m and m.group(1) == "1":
+        args = tree.read("vllm/engine/arg_utils.py") or ""
+        i = args.find("def _is_v1_supported_oracle")
+        oracle_line = args.count("\n", 0, i) + 1 if i >= 0 else 0
+        return {"mode": "v1_or_v0", "oracle": "vllm/engine/arg_utils.py" if i >= 0 else ""}, \
+            "vllm/engine/arg_utils.py" if i >= 0 else "vllm/envs.py", oracle_line or line
+    if not has_v0 and has_v1:
+        v2 = re.search(r'os\.getenv\(\s*"VLLM_USE_V2_MODEL_RUNNER",\s*"([01])"\s*\)', envs)
+        if v2 and v2.group(1) == "1":  # a V2 runner on by default, without use_v2_model_runner
+            return {"mode": "unknown"}, "vllm/envs.py", envs.count("\n", 0, v2.start()) + 1
+        return {"mode": "v1"}, "vllm/v1/worker/gpu_model_runner.py", 1
+    return {"mode": "unknown"}, "vllm/envs.py", line
+
+
+def _v2_runner_default(tree: VllmTree) -> dict | None:
+    """The runner_default row of a release whose VllmConfig has `use_v2_model_runner` (else None)."""
     import ast as _ast
 
     rel = "vllm/config/vllm.py"
     mod = tree.parse(rel)
-    value: dict = {"mode": "unknown"}
-    line = 0
-    if mod is not None:
-        archs = None
-        for st in mod.body:
-            if (
-                isinstance(st, _ast.Assign)
-                and isinstance(st.targets[0], _ast.Name)
-                and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
-            ):
-                node = (
-                    st.value.args[0]
-                    if isinstance(st.value, _ast.Call) and st.value.args
-                    else st.value
-                )
-                try:
-                    archs = sorted(_ast.literal_eval(node))
-                except (ValueError, SyntaxError, TypeError):
-                    archs = None
-        default_src = ""
-        for node in _ast.walk(mod):
-            if (
-                isinstance(node, _ast.FunctionDef)
-                and node.name == "_is_default_v2_model_runner_model"
-            ):
-                default_src = "\n".join(tree.lines(rel)[node.lineno - 1 : node.end_lineno])
-        for node in _ast.walk(mod):
-            if isinstance(node, _ast.FunctionDef) and node.name == "use_v2_model_runner":
-                line = node.lineno
-                src = "\n".join(tree.lines(rel)[node.lineno - 1 : node.end_lineno])
-                if "_is_default_v2_model_runner_model()" in src:
-                    value = (
-                        {
-                            "mode": "restricted",
-                            "archs": archs,
-                            "requires_dense": "not model_config.is_moe" in default_src,
-                            "requires_unquantized": "is_quantized" in default_src,
-                        }
-                        if archs and default_src
-                        else {"mode": "unknown"}
-                    )
-                elif "_get_v2_model_runner_unsupported_features()" in src:
-                    value = {"mode": "v2"}
-                break
-    return {"key": "runner_default", "value": json.dumps(value), "file": rel, "line": line}
+    if mod is None:
+        return None
+    archs = None
+    for st in mod.body:
+        if (isinstance(st, _ast.Assign) and isinstance(st.targets[0], _ast.Name)
+                and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"):
+            node = st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
+            try:
+                archs = sorted(_ast.literal_eval(node))
+            except (ValueError, SyntaxError, TypeError):
+                archs = None
+    default_src = ""
+    for node in _ast.walk(mod):
+        if isinstance(node, _ast.FunctionDef) and node.name == "_is_default_v2_model_runner_model":
+            default_src = "\n".join(tree.lines(rel)[node.lineno - 1 : node.end_lineno])
+    for node in _ast.walk(mod):
+        if isinstance(node, _ast.FunctionDef) and node.name == "use_v2_model_runner":
+            src = "\n".join(tree.lines(rel)[node.lineno - 1 : node.end_lineno])
+            value: dict = {"mode": "unknown"}
+            if "_is_default_v2_model_runner_model()" in src:
+                if archs and default_src:
+                    value = {"mode": "restricted", "archs": archs,
+                             "requires_dense": "not model_config.is_moe" in default_src,
+                             "requires_unquantized": "is_quantized" in default_src}
+            elif "_get_v2_model_runner_unsupported_features()" in src:
+                value = {"mode": "v2"}
+            return {"key": "runner_default", "value": json.dumps(value), "file": rel, "line": node.lineno}
+    return None
 
 
 _EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))
