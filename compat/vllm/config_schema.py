@@ -25,6 +25,7 @@ from typing import Any
 
 from compat.vllm.cli_kwargs import Hint, str_chain
 from compat.vllm.cli_surface import AnnotationReader, ClassInfo, SymbolResolver, _dotted
+from compat.vllm.post_init import post_init_checks
 
 ROOT_ALSO = ("SpeculativeConfig",)  # JSON validated when the engine config is built
 _BOUNDS = ("ge", "gt", "le", "lt")
@@ -174,7 +175,12 @@ class _Schema:
                         for st in (mod.body if mod else [])
                         if isinstance(st, ast.FunctionDef) and st.name == "config"
                     ]
-                    return next((e for e in map(_extra_in, impls) if e), "unknown")
+                    extra = next((e for e in map(_extra_in, impls) if e), None)
+                    if extra is not None:
+                        return extra
+                    if impls and all(_passes_through(fn) for fn in impls):
+                        continue  # a no-op marker (0.11-0.14): the next decorator decides
+                    return "unknown"
                 if name.split(".")[-1] == "dataclass":
                     return "ignore"
         return "unknown"
@@ -206,6 +212,11 @@ class _Schema:
                                 out.setdefault(a.value, []).append(entry)
                     elif kind == "model_validator":
                         out.setdefault("", []).append({**entry, "kind": "opaque"})
+        # The nearest `__post_init__` of the MRO, which pydantic runs after the fields.
+        owner = next((c for c in self.r.mro(cls) if any(
+            isinstance(st, ast.FunctionDef) and st.name == "__post_init__" for st in c.node.body)), None)
+        if owner is not None:
+            out.setdefault("", []).extend(post_init_checks(self.r, owner))
         return out
 
 
@@ -349,6 +360,18 @@ def _extra_kw(call: ast.Call) -> str | None:
                 if kk.arg == "extra" and isinstance(kk.value, ast.Constant):
                     return str(kk.value.value)
     return None
+
+
+def _passes_through(fn: ast.FunctionDef) -> bool:
+    """Is `fn` a decorator that returns the class it is given unchanged (`return cls`), and
+    nothing else (no pydantic ConfigDict, no call wrapping it)?"""
+    if not fn.args.args:
+        return False
+    param = fn.args.args[0].arg
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call)]
+    return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == param for r in returns) \
+        and not calls
 
 
 def _extra_in(fn: ast.FunctionDef) -> str | None:

@@ -1,0 +1,304 @@
+"""What a config class's `__post_init__` raises, read from the release (issue 16, mechanism 4).
+
+pydantic runs a dataclass's `__post_init__` after validating its fields, so a check written
+there (`KVTransferConfig`: a `kv_connector` without a `kv_role`) rejects the JSON value while
+the flag is parsed. Every raise of the method is recorded as a check: the condition guarding
+it, as an expression over the instance's fields (`if COND: raise E(msg)`, and `for x in
+self.f: if COND(x): raise` as `any(COND(x) for x in self.f)`), the message, and the fields
+it reads. A raise whose guard cannot be written so (nested deeper, or after the method set a
+field it reads) keeps `cond: null`.
+
+Conditions are answered three-valued (`evaluate`): field values (the JSON value over the
+defaults), constants, `get_args(<Literal alias>)` with the alias resolved from the release,
+`len`, `any`/`all` over generators, and `is_torch_equal_or_newer(v)` against the torch the
+release's requirements pin; anything else is undecided. A check that holds is pydantic's
+"Value error"; one left undecided counts only when it reads a field the value sets: vLLM
+constructs every config class with its defaults on every start, so a check reading only
+defaults does not fire.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from compat.vllm.cli_surface import ClassInfo, SymbolResolver
+
+
+class Undecided(Exception):
+    """A value the condition needs is not known here."""
+
+
+def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
+    """The checks of the class's own `__post_init__` (see the module doc), in source order."""
+    fn = next((st for st in cls.node.body if isinstance(st, ast.FunctionDef) and st.name == "__post_init__"),
+              None)
+    if fn is None:
+        return []
+    aliases = _literal_aliases(r, cls.file)
+    out: list[dict[str, Any]] = []
+    assigned: set[str] = set()
+    for st in fn.body:
+        guard = _guard(st)
+        raises = [n for n in ast.walk(st) if isinstance(n, ast.Raise)]
+        for node in raises:
+            cond = None
+            if guard is not None and node is guard[1] and not (_self_reads(guard[0]) & assigned):
+                cond = guard[0]
+            reads = sorted(_self_reads(cond if cond is not None else st))
+            used = {n.args[0].id for n in ast.walk(st) if isinstance(n, ast.Call) and n.args
+                    and isinstance(n.args[0], ast.Name) and n.args[0].id in aliases}
+            message = ast.unparse(node.exc.args[0]) if isinstance(node.exc, ast.Call) and node.exc.args else ""
+            exception = ast.unparse(node.exc.func) if isinstance(node.exc, ast.Call) else ""
+            check = {"kind": "post_init", "mode": "after", "func": "__post_init__",
+                     "cond": ast.unparse(cond) if cond is not None else None, "message": message,
+                     "exception": exception, "reads": reads,
+                     "aliases": {a: aliases[a] for a in sorted(used)}, "file": cls.file, "line": node.lineno}
+            if check["cond"] and "is_torch_equal_or_newer(" in check["cond"]:
+                check["torch"] = _release_torch(r)
+            out.append(check)
+        assigned |= _self_assigns(st)
+    return out
+
+
+def _release_torch(r: SymbolResolver) -> str | None:
+    """The torch the release's CUDA requirements pin (what a stock install brings)."""
+    for rel in ("requirements/cuda.txt", "requirements-cuda.txt"):
+        text = r.tree.read(rel)
+        if text:
+            return torch_pin(text)
+    return None
+
+
+def _guard(st: ast.stmt) -> tuple[ast.expr, ast.Raise] | None:
+    """(condition, raise) of `if COND: raise` and of `for x in self.f: if COND(x): raise`."""
+    if isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Raise):
+        return st.test, st.body[0]
+    if isinstance(st, ast.For) and not st.orelse and len(st.body) == 1 and isinstance(st.target, ast.Name):
+        inner = _guard(st.body[0])
+        if inner is not None:
+            gen = ast.GeneratorExp(inner[0], [ast.comprehension(st.target, st.iter, [], 0)])
+            return ast.Call(ast.Name("any", ast.Load()), [gen], []), inner[1]
+    return None
+
+
+def _self_reads(node: ast.AST | None) -> set[str]:
+    if node is None:
+        return set()
+    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self" and isinstance(n.ctx, ast.Load)}
+
+
+def _self_assigns(node: ast.AST) -> set[str]:
+    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self" and isinstance(n.ctx, ast.Store)}
+
+
+def _literal_aliases(r: SymbolResolver, rel: str) -> dict[str, list[Any]]:
+    """Module-level `Name = Literal[...]` aliases visible in `rel` (its own and imported ones)."""
+    out: dict[str, list[Any]] = {}
+    mod = r.tree.parse(rel)
+    if mod is None:
+        return out
+    names = {st.targets[0].id for st in mod.body if isinstance(st, ast.Assign) and len(st.targets) == 1
+             and isinstance(st.targets[0], ast.Name)}
+    for st in mod.body:
+        if isinstance(st, ast.ImportFrom):
+            names |= {a.asname or a.name for a in st.names}
+    for name in names:
+        values = _literal_values(r, rel, name)
+        if values is not None:
+            out[name] = values
+    return out
+
+
+def _literal_values(r: SymbolResolver, rel: str, name: str, depth: int = 0) -> list[Any] | None:
+    found = r.resolve(rel, name)
+    if found is None or depth > 3:
+        return None
+    file, node = found
+    value = getattr(node, "value", None) if isinstance(node, (ast.Assign, ast.AnnAssign)) else node
+    if isinstance(value, ast.Subscript) and _tail(value.value) == "Literal":
+        elts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+        out: list[Any] = []
+        for e in elts:  # typing flattens nested Literals and drops repeats, in order
+            if isinstance(e, ast.Name):
+                inner = _literal_values(r, file, e.id, depth + 1)
+                if inner is None:
+                    return None
+                out += [v for v in inner if v not in out]
+                continue
+            try:
+                v = ast.literal_eval(e)
+            except (ValueError, SyntaxError):
+                return None
+            if v not in out:
+                out.append(v)
+        return out
+    if isinstance(value, ast.Name):
+        return _literal_values(r, file, value.id, depth + 1)
+    return None
+
+
+def _tail(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+# --------------------------------------------------------------------------- judging
+
+_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
+        ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+        ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+        ast.GtE: lambda a, b: a >= b}
+
+
+def evaluate(check: dict[str, Any], fields: dict[str, Any], torch: str | None = None) -> bool | None:
+    """Does the check's condition hold for these field values? None: undecided."""
+    if not check.get("cond"):
+        return None
+    env = _Env(fields, check.get("aliases", {}), torch)
+    try:
+        return env.truth(ast.parse(check["cond"], mode="eval").body)
+    except Undecided:
+        return None
+
+
+class _Env:
+    def __init__(self, fields: dict[str, Any], aliases: dict[str, list[Any]], torch: str | None) -> None:
+        self.fields, self.aliases, self.torch = fields, aliases, torch
+        self.local: dict[str, Any] = {}
+
+    def truth(self, n: ast.expr) -> bool | None:
+        """Three-valued: a False conjunct decides an `and`, a True disjunct an `or`."""
+        if isinstance(n, ast.BoolOp):
+            vals = []
+            for v in n.values:
+                try:
+                    vals.append(self.truth(v))
+                except Undecided:
+                    vals.append(None)
+            if isinstance(n.op, ast.And):
+                return False if False in vals else (None if None in vals else True)
+            return True if True in vals else (None if None in vals else False)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            t = self.truth(n.operand)
+            return None if t is None else not t
+        return bool(self.value(n))
+
+    def value(self, n: ast.expr) -> Any:
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            if n.attr not in self.fields:
+                raise Undecided(n.attr)
+            return self.fields[n.attr]
+        if isinstance(n, ast.Name):
+            if n.id in self.local:
+                return self.local[n.id]
+            if n.id in self.aliases:
+                return tuple(self.aliases[n.id])
+            raise Undecided(n.id)
+        if isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            return tuple(self.value(e) for e in n.elts)
+        if isinstance(n, ast.Subscript):
+            base, idx = self.value(n.value), self.value(n.slice)
+            try:
+                return base[idx]
+            except (TypeError, IndexError, KeyError):
+                raise Undecided(ast.unparse(n)) from None
+        if isinstance(n, ast.Compare):
+            left = self.value(n.left)
+            for op, right_node in zip(n.ops, n.comparators, strict=True):
+                right = self.value(right_node)
+                try:
+                    if not _CMP[type(op)](left, right):
+                        return False
+                except (TypeError, KeyError):
+                    raise Undecided(ast.unparse(n)) from None
+                left = right
+            return True
+        if isinstance(n, (ast.BoolOp, ast.UnaryOp)):
+            t = self.truth(n)
+            if t is None:
+                raise Undecided(ast.unparse(n))
+            return t
+        if isinstance(n, ast.Call):
+            return self.call(n)
+        raise Undecided(type(n).__name__)
+
+    def call(self, n: ast.Call) -> Any:
+        name = n.func.id if isinstance(n.func, ast.Name) else ""
+        if name == "get_args" and n.args:
+            return self.value(n.args[0])
+        if name == "len" and n.args:
+            try:
+                return len(self.value(n.args[0]))
+            except TypeError:
+                raise Undecided("len") from None
+        if name in ("any", "all") and n.args and isinstance(n.args[0], ast.GeneratorExp):
+            return self.reduce(name, n.args[0])
+        if name == "is_torch_equal_or_newer" and n.args and isinstance(n.args[0], ast.Constant):
+            if self.torch is None:
+                raise Undecided("the release's torch")
+            try:
+                return Version(self.torch) >= Version(str(n.args[0].value))
+            except InvalidVersion:
+                raise Undecided("torch version") from None
+        raise Undecided(ast.unparse(n))
+
+    def reduce(self, name: str, gen: ast.GeneratorExp) -> bool:
+        comp = gen.generators[0]
+        if len(gen.generators) != 1 or comp.ifs or not isinstance(comp.target, ast.Name):
+            raise Undecided("generator")
+        items = self.value(comp.iter)
+        if items is None:
+            items = ()
+        results = []
+        for item in items:
+            self.local[comp.target.id] = item
+            results.append(self.truth(gen.elt))
+        self.local.pop(comp.target.id, None)
+        if name == "any":
+            if True in results:
+                return True
+            if None in results:
+                raise Undecided("any")
+            return False
+        if False in results:
+            return False
+        if None in results:
+            raise Undecided("all")
+        return True
+
+
+def render(check: dict[str, Any], fields: dict[str, Any]) -> str:
+    """The raised message as vLLM formats it (f-string holes over the fields and aliases)."""
+    text = check.get("message") or ""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return text
+    if isinstance(node, ast.Constant):
+        return str(node.value)
+    if not isinstance(node, ast.JoinedStr):
+        return text
+    env = _Env(fields, check.get("aliases", {}), None)
+    parts = []
+    for v in node.values:
+        if isinstance(v, ast.Constant):
+            parts.append(str(v.value))
+        elif isinstance(v, ast.FormattedValue):
+            try:
+                parts.append(str(env.value(v.value)))
+            except Undecided:
+                parts.append("{" + ast.unparse(v.value) + "}")
+    return "".join(parts)
+
+
+def torch_pin(requirements_text: str) -> str | None:
+    """The torch version a release's requirements pin (`torch==2.9.0`), if any."""
+    m = re.search(r"^torch\s*==\s*([0-9][\w.+]*)", requirements_text, flags=re.M)
+    return m.group(1) if m else None
