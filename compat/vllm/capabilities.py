@@ -59,7 +59,7 @@ FLAGS = (
 class Rules:
     """How this release's predicates are shaped; None entries mean unknown."""
 
-    pp_rule: str | None  # "nominal+protocol" (0.33) | "protocol" (<=0.24)
+    pp_rule: str | None  # "nominal+protocol" (0.33) | "protocol" (<=0.24) | "list" (0.6) | "none" (0.4)
     attr_flags: dict[str, str | None]
     protocol_flags: dict[str, str | None]
     vllm_model_check: bool
@@ -68,6 +68,32 @@ class Rules:
         str | None
     )  # "protocol" (isinstance VllmModelForTextGeneration) | "callable" (compute_logits)
     notes: list[str] = field(default_factory=list)
+    # "list": the architectures vllm/config.py lists in _PP_SUPPORTED_MODELS; "none": where
+    # ParallelConfig refuses any PP size > 1 ("not supported yet"): (file, line) of the rule.
+    pp_archs: frozenset[str] = frozenset()
+    pp_where: tuple[str, int] = ("", 0)
+
+
+def _config_pp_rule(tree: VllmTree) -> tuple[str | None, frozenset[str], tuple[str, int]]:
+    """The PP rule of a release before interfaces.py's SupportsPP decided it (vllm/config.py)."""
+    rel = "vllm/config.py"
+    mod = tree.parse(rel)
+    if mod is None:
+        return None, frozenset(), ("", 0)
+    text = tree.read(rel) or ""
+    for st in mod.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and st.targets[0].id == "_PP_SUPPORTED_MODELS" and \
+                "Pipeline parallelism is only supported for the following" in text:
+            try:
+                archs = frozenset(str(a) for a in ast.literal_eval(st.value))
+            except (ValueError, SyntaxError, TypeError):
+                return None, frozenset(), ("", 0)
+            return "list", archs, (rel, st.lineno)
+    i = text.find('"Pipeline parallelism is not supported yet."')
+    if i >= 0:
+        return "none", frozenset(), (rel, text.count("\n", 0, i) + 1)
+    return None, frozenset(), ("", 0)
 
 
 def _func(mod: ast.Module | None, name: str) -> ast.FunctionDef | None:
@@ -99,6 +125,10 @@ def detect_rules(tree: VllmTree) -> Rules:
             pp_rule = "nominal+protocol"
         elif "isinstance(model, _SupportsPPType)" in attrs_fn:
             pp_rule = "protocol"
+    pp_archs: frozenset[str] = frozenset()
+    pp_where: tuple[str, int] = ("", 0)
+    if pp_rule is None:
+        pp_rule, pp_archs, pp_where = _config_pp_rule(tree)
     if pp_rule is None:
         notes.append(
             "supports_pp: _supports_pp_attributes/_supports_pp_inspect not in a known shape"
@@ -130,6 +160,8 @@ def detect_rules(tree: VllmTree) -> Rules:
     pool_fn = _src(tree, INTERFACES_BASE, _func(base, "is_pooling_model"))
     tg_fn = _src(tree, INTERFACES_BASE, _func(base, "is_text_generation_model"))
     return Rules(
+        pp_archs=pp_archs,
+        pp_where=pp_where,
         pp_rule=pp_rule,
         attr_flags=attr_flags,
         protocol_flags=protocol_flags,
@@ -285,6 +317,12 @@ class CapabilityAnalyzer:
         # supports_pp: attributes (version-aware) and forward accepting intermediate_tensors.
         if r.pp_rule is None:
             flags["supports_pp"], ev["supports_pp"] = None, "PP rule of this release unknown"
+        elif r.pp_rule in ("list", "none"):
+            where = f"{r.pp_where[0]}:{r.pp_where[1]}"
+            flags["supports_pp"] = entry.arch in r.pp_archs
+            ev["supports_pp"] = (f"[{r.pp_rule} rule] {entry.arch} {'in' if flags['supports_pp'] else 'not in'} "
+                                 f"_PP_SUPPORTED_MODELS ({where})" if r.pp_rule == "list" else
+                                 f"[none rule] ParallelConfig refuses any PP size > 1 ({where})")
         else:
             nominal = any(
                 isinstance(c, ClassRef) and c.name == "SupportsPP" and c.module == _IF_MOD

@@ -123,9 +123,28 @@ def _bind(target: ast.expr, value: object, local: dict[str, object]) -> None:
         raise _Unsupported(f"unsupported target {ast.unparse(target)}")
 
 
+#: Where releases keep the registry, newest layout first: (file, merged dict). Before 0.6.3 the
+#: dicts live in the models package's __init__.py and merge into `_MODELS`.
+LAYOUTS = ((REGISTRY, MERGED), ("vllm/model_executor/models/__init__.py", "_MODELS"))
+
+
 def read_registry(tree: VllmTree) -> list[RegistryEntry]:
-    """Every arch of `_VLLM_MODELS` in merge order; LayoutError if it cannot be read."""
-    mod = tree.require(REGISTRY, "model registry")
+    """Every arch of the merged registry dict in merge order; LayoutError if it cannot be read."""
+    for rel, merged in LAYOUTS:
+        if tree.exists(rel) and rel != REGISTRY:
+            text = tree.read(rel) or ""
+            if f"\n{merged} = " not in text and f"\n{merged}: " not in text:
+                continue
+        elif not tree.exists(rel):
+            continue
+        return _read_registry(tree, rel, merged)
+    tree.require(REGISTRY, "model registry")  # raises the LayoutError naming what is missing
+    return []
+
+
+def _read_registry(tree: VllmTree, rel: str, MERGED: str) -> list[RegistryEntry]:
+    REGISTRY = rel
+    mod = tree.require(rel, "model registry")
     ev = _Evaluator()
     categories: list[str] = []
     merged_node: ast.expr | None = None
