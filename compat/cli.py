@@ -11,14 +11,17 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from compat import api
+from compat.api import CheckFormat, SqlFormat, TextFormat
 from compat.errors import UserError
 from compat.vocab import release_key
 
@@ -82,6 +85,40 @@ FactsLockOpt = Annotated[
         help="Model facts lock (compat models lock): read first, offline.",
     ),
 ]
+
+Choice = TypeVar("Choice", bound=StrEnum)
+
+
+def _choice(kind: type[Choice]) -> Callable[[str], Choice]:
+    """The parser typer calls for a --format set, before the command runs.
+
+    A bad value is the house usage error (`error: --format: unknown format 'xml' (text,
+    json)`, exit 2); typer's own enum check would print pydantic's "Value error, ..." text.
+    """
+
+    def parse(value: str) -> Choice:
+        try:
+            return kind(value)
+        except ValueError:
+            names = ", ".join(kind)
+            raise UserError(f"unknown format {value!r} ({names})", where="--format") from None
+
+    return parse
+
+
+def _format_option(kind: type[StrEnum]) -> Any:
+    *first, last = list(kind)
+    return typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help=f"{', '.join(first)} or {last}.",
+        parser=_choice(kind),
+    )
+
+
+TextFormatOpt = Annotated[TextFormat, _format_option(TextFormat)]
+CheckFormatOpt = Annotated[CheckFormat, _format_option(CheckFormat)]
+SqlFormatOpt = Annotated[SqlFormat, _format_option(SqlFormat)]
 
 models_app = typer.Typer(
     add_completion=False,
@@ -150,20 +187,16 @@ def scan(
 def sql(
     statement: Annotated[str, typer.Argument(help="A SELECT over the views in schema/views.sql.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="table, json or csv.")
-    ] = "table",
+    format: SqlFormatOpt = SqlFormat.TABLE,
 ) -> None:
     """Run a read-only SQL query.
 
     Example: compat sql "SELECT arch FROM v_arch_capability WHERE supports_pp=0" --format json
     """
-    if format not in ("table", "json", "csv"):
-        raise UserError(f"unknown format {format!r} (table, json, csv)", where="--format")
     cols, rows = api.sql(db, statement)
-    if format == "json":
+    if format == SqlFormat.JSON:
         sys.stdout.write(json.dumps([dict(zip(cols, r)) for r in rows], indent=1) + "\n")
-    elif format == "csv":
+    elif format == SqlFormat.CSV:
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(cols)
@@ -232,9 +265,7 @@ def build(
 @app.command()
 def check(
     db: DbOpt = Path("compat.db"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text, github or json.")
-    ] = "text",
+    format: CheckFormatOpt = CheckFormat.TEXT,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")
     ] = False,
@@ -246,8 +277,6 @@ def check(
 
     Example: compat check --db compat.db --format github
     """
-    if format not in ("text", "github", "json"):
-        raise UserError(f"unknown format {format!r} (text, github, json)", where="--format")
     findings = api.check(db)
     sys.stdout.write(api.render_check(findings, format, verbose))
     if findings["blocked"]:
@@ -388,16 +417,12 @@ def diff_cmd(
     a: Annotated[str, typer.Argument(help="Older release, e.g. 0.23.0.")],
     b: Annotated[str, typer.Argument(help="Newer release, e.g. 0.33.0.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """Capabilities, drafts, gates, new error messages, flags, parsers and verdicts that changed.
 
     Example: compat diff 0.23.0 0.33.0 --db compat.db
     """
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     sys.stdout.write(api.render_diff(api.diff(db, a, b), format))
 
 
@@ -423,16 +448,12 @@ def bisect_cmd(
             "--to", metavar="VERSION", help="Last release (default: newest on the index)."
         ),
     ] = None,
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """First release where a blocked combination works, and the change that made it work.
 
     Example: compat bisect zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --recipes ../recipes
     """
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     r = api.bisect(recipes, model, strategy, feature, start, end, progress=_progress)
     sys.stdout.write(api.render_bisect(r, format))
 
@@ -473,16 +494,12 @@ def models_outdated(
     lock: Annotated[
         Path, typer.Option("--lock", metavar="FILE", help="Lock file to compare.")
     ] = Path("model-facts.lock.json"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """Which locked ids changed upstream (their main branch moved); exit 1 when any did.
 
     Example: compat models outdated --lock model-facts.lock.json
     """
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     rows = api.outdated_models(lock, progress=_progress)
     sys.stdout.write(api.render_outdated(rows, format))
     if any(r["state"] == "changed" for r in rows):
@@ -512,16 +529,12 @@ def lint_cmd(
             "--no-search", metavar="", help="Do not bisect the index for the first working release."
         ),
     ] = False,
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """Judge any `vllm serve` command line at every scanned release (exit codes as check).
 
     Example: compat lint --db compat.db -- vllm serve zai-org/GLM-5.2 -tp 8 -pp 2
     """
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     r = api.lint(
         command or [],
         db,
