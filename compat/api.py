@@ -7,6 +7,7 @@ Imports stay inside the functions, so `compat --help` and a usage error load no 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -17,9 +18,11 @@ from compat.vocab import resolve_pin
 if TYPE_CHECKING:
     from compat.bisect import BisectResult
     from compat.emit.site import SiteReport
+    from compat.fix.context import Row as FixRow
     from compat.fix.edits import Edit
     from compat.fix.writer import ApplyResult
     from compat.lint import LintResult
+    from compat.verdict.batch import CauseBook
 
 Progress = Callable[[str], None]
 
@@ -227,10 +230,10 @@ def _judge_all(
     pool: Any,
     render: Any,
     say: Progress,
-) -> tuple[int, Any, Any]:
-    """Judge every combination into the verdict table (batched); returns (rows, by status, causes)."""
+) -> tuple[int, Counter[tuple[str, str]], CauseBook, dict[str, list[FixRow]]]:
+    """Judge every combination into the verdict table (batched); returns (rows written, count
+    per (release, status), the causes, each recipe's judged rows for the fix stage)."""
     import json
-    from collections import Counter
 
     from compat.fix.context import Row as FixRow
     from compat.tables import Command, Verdict, VerdictCause
@@ -251,7 +254,7 @@ def _judge_all(
     rows: list[dict[str, Any]] = []
     links: list[dict[str, int]] = []
     by_status: Counter[tuple[str, str]] = Counter()
-    judged_rows: dict[str, list[Any]] = {}  # recipe -> fix.context.Row at the judged releases
+    judged_rows: dict[str, list[FixRow]] = {}  # recipe -> its rows at the judged releases
     written = 0
 
     def flush() -> None:
@@ -269,7 +272,7 @@ def _judge_all(
             targets = [(v, 1, int(v == true_pin)) for v in releases]
         else:
             pinned = pin_of.get(c.vllm_pin)
-            targets = [(pinned, 1, 1)] if pinned in pool.judges else []
+            targets = [(pinned, 1, 1)] if pinned is not None and pinned in pool.judges else []
         if not targets:
             why = (
                 unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin))

@@ -575,7 +575,7 @@ def main() -> None:
     try:
         if len(sys.argv) < 2:
             commands = ", ".join(
-                [c.name or c.callback.__name__ for c in app.registered_commands]
+                [c.name or getattr(c.callback, "__name__", "") for c in app.registered_commands]
                 + [g.name for g in app.registered_groups if g.name]
             )
             raise UserError(f"missing command ({commands}); see compat --help", where="compat")
