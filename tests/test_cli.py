@@ -77,3 +77,16 @@ def test_installed_package_is_read_not_imported(tmp_path, isolated_cache, monkey
     assert r.returncode == 0, r.stderr
     rows = json.loads(run("sql", "SELECT version, origin FROM release", "--db", str(db), "--format", "json").stdout)
     assert rows == [{"version": "0.0.1", "origin": "installed"}]
+
+
+def test_an_escaping_exception_reads_as_a_traceback_and_exit_1(monkeypatch, tmp_path):
+    """cli_kit does what the interpreter does, so "no Traceback on stderr" checks stay real."""
+    from compat import api
+
+    def broken(db):
+        raise RuntimeError("a bug, not a user error")
+
+    monkeypatch.setattr(api, "check", broken)
+    r = run("check", "--db", str(tmp_path / "c.db"))
+    assert r.returncode == 1
+    assert r.stderr.startswith("Traceback") and "RuntimeError: a bug, not a user error" in r.stderr
