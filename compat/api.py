@@ -1,18 +1,53 @@
-"""The library behind the CLI: each command is one call here, reachable from tests."""
+"""The library behind the CLI: each command is one call here, reachable from tests.
+
+A command's work is one function here (`compat check` is `check`, `compat models lock` is
+`lock_models`); what it prints comes from the `render_*` function of its `--format` set.
+Imports stay inside the functions, so `compat --help` and a usage error load no stage.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from compat.hf.release_sources import newest_tree as _newest_tree
-from compat.hf.release_sources import transformers_checkpoints as _transformers_checkpoints
-from compat.scan import release_facts
-from compat.sources import open_trees
 from compat.vocab import resolve_pin
 
+if TYPE_CHECKING:
+    from compat.bisect import BisectResult
+    from compat.emit.site import SiteReport
+    from compat.fix.context import Row as FixRow
+    from compat.fix.edits import Edit
+    from compat.fix.writer import ApplyResult
+    from compat.lint import LintResult
+    from compat.verdict.batch import CauseBook
+
 Progress = Callable[[str], None]
+
+
+class TextFormat(StrEnum):
+    """`--format` of diff, bisect, lint and models outdated."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+class CheckFormat(StrEnum):
+    """`--format` of check: GitHub workflow annotations besides text and JSON."""
+
+    TEXT = "text"
+    GITHUB = "github"
+    JSON = "json"
+
+
+class SqlFormat(StrEnum):
+    """`--format` of sql."""
+
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
 
 
 def scan(
@@ -25,6 +60,8 @@ def scan(
 ) -> list[dict[str, Any]]:
     """Scan releases into `db_path` (atomically); returns a summary row per release."""
     from compat import store
+    from compat.scan import release_facts
+    from compat.sources import open_trees
 
     store.ensure_writable(db_path)
     trees = open_trees(versions, srcs, installed, progress)
@@ -82,7 +119,9 @@ def build(
     from compat.errors import UserError
     from compat.hf import ModelResolver
     from compat.hf.lock import read_lock
+    from compat.hf.release_sources import newest_tree, transformers_checkpoints
     from compat.recipes import enumerate_repo, load_repo
+    from compat.scan import release_facts
     from compat.sources import tree_from_index, tree_from_path
     from compat.tables import CauseRow, DraftMapping, ModelFact, RecipeFile, ShellVariable
     from compat.verdict.cause import renderer
@@ -133,13 +172,13 @@ def build(
     releases = sorted(facts_all, key=release_key)
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
     online = bool(versions or not explicit)
-    extra = _newest_tree(trees, say) if online else []
+    extra = newest_tree(trees, say) if online else []
     models = ModelResolver(
         hf_config_dir=hf_config_dir,
         allow_hub=allow_hub,
         trees=list(trees.values()) + extra,
         lock=lock,
-        checkpoints=_transformers_checkpoints(say) if online else None,
+        checkpoints=transformers_checkpoints(say) if online else None,
     )
     models.prefetch(recipe_model_ids(combos))
     coverage = models.coverage([c.model_id for c in combos if not c.omni])
@@ -191,10 +230,10 @@ def _judge_all(
     pool: Any,
     render: Any,
     say: Progress,
-) -> tuple[int, Any, Any]:
-    """Judge every combination into the verdict table (batched); returns (rows, by status, causes)."""
+) -> tuple[int, Counter[tuple[str, str]], CauseBook, dict[str, list[FixRow]]]:
+    """Judge every combination into the verdict table (batched); returns (rows written, count
+    per (release, status), the causes, each recipe's judged rows for the fix stage)."""
     import json
-    from collections import Counter
 
     from compat.fix.context import Row as FixRow
     from compat.tables import Command, Verdict, VerdictCause
@@ -215,7 +254,7 @@ def _judge_all(
     rows: list[dict[str, Any]] = []
     links: list[dict[str, int]] = []
     by_status: Counter[tuple[str, str]] = Counter()
-    judged_rows: dict[str, list[Any]] = {}  # recipe -> fix.context.Row at the judged releases
+    judged_rows: dict[str, list[FixRow]] = {}  # recipe -> its rows at the judged releases
     written = 0
 
     def flush() -> None:
@@ -233,7 +272,7 @@ def _judge_all(
             targets = [(v, 1, int(v == true_pin)) for v in releases]
         else:
             pinned = pin_of.get(c.vllm_pin)
-            targets = [(pinned, 1, 1)] if pinned in pool.judges else []
+            targets = [(pinned, 1, 1)] if pinned is not None and pinned in pool.judges else []
         if not targets:
             why = (
                 unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin))
@@ -389,6 +428,7 @@ def lock_models(
 
     from compat.hf import ModelResolver
     from compat.hf.lock import READ_KEYS, build_lock, read_lock, sandbox_keys, write_lock
+    from compat.hf.release_sources import transformers_checkpoints
     from compat.recipes import enumerate_repo, load_repo
 
     say = progress or (lambda _m: None)
@@ -399,7 +439,7 @@ def lock_models(
         hf_config_dir=hf_config_dir,
         allow_hub=allow_hub,
         trees=trees,
-        checkpoints=_transformers_checkpoints(say) if (versions or not srcs) else None,
+        checkpoints=transformers_checkpoints(say) if (versions or not srcs) else None,
     )
     models.prefetch(ids)
     facts = [models.resolve(mid) for mid in ids]
@@ -453,6 +493,7 @@ def outdated_models(lock_path: Path, progress: Progress | None = None) -> list[d
 
 def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> list[Any]:
     """The releases whose tests and docs inform model facts: those named, plus the newest."""
+    from compat.hf.release_sources import newest_tree
     from compat.sources import tree_from_index, tree_from_path
 
     trees = {v: tree_from_index(v) for v in versions}
@@ -460,7 +501,7 @@ def _model_fact_trees(versions: list[str], srcs: list[str], say: Progress) -> li
         t = tree_from_path(s)
         trees[t.version] = t
     if versions or not srcs:
-        trees.update({t.version: t for t in _newest_tree(trees, say)})
+        trees.update({t.version: t for t in newest_tree(trees, say)})
     return list(trees.values())
 
 
@@ -475,7 +516,7 @@ def lint(
     progress: Progress | None = None,
     srcs: list[str] | None = None,
     facts_lock: Path | None = None,
-) -> Any:
+) -> LintResult:
     """`compat lint`: one serve command judged at the database's releases (compat.lint)."""
     from compat.lint import lint as run
 
@@ -491,3 +532,140 @@ def lint(
         srcs,
         facts_lock,
     )
+
+
+def render_lint(result: LintResult, format: TextFormat = TextFormat.TEXT) -> str:
+    """What `compat lint` prints."""
+    from compat import lint as lintm
+
+    return lintm.as_json(result) + "\n" if format == TextFormat.JSON else lintm.render(result)
+
+
+def render_outdated(rows: list[dict[str, Any]], format: TextFormat = TextFormat.TEXT) -> str:
+    """What `compat models outdated` prints: the ids that moved or failed, then the counts."""
+    import json
+
+    if format == TextFormat.JSON:
+        return json.dumps(rows, indent=1) + "\n"
+    lines = []
+    for r in rows:
+        if r["state"] != "unchanged":
+            detail = f"{r['locked'][:12]} -> {r['upstream'][:12]}" if r["upstream"] else r["reason"]
+            lines.append(f"{r['state']:9} {r['model_id']}: {detail}\n")
+    counts = {st: sum(r["state"] == st for r in rows) for st in ("changed", "unchanged", "error")}
+    lines.append(", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
+    return "".join(lines)
+
+
+def sql(db_path: Path, statement: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """`compat sql`: one read-only statement over the tables and views; (columns, rows)."""
+    from compat import store
+
+    return store.query(db_path, statement)
+
+
+def check(db_path: Path) -> dict[str, Any]:
+    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes."""
+    from compat import report
+
+    return report.findings(db_path)
+
+
+def render_check(
+    findings: dict[str, Any], format: CheckFormat = CheckFormat.TEXT, verbose: bool = False
+) -> str:
+    """What `compat check` prints: a line per cause, workflow annotations, or everything."""
+    import json
+
+    from compat import report
+
+    if format == CheckFormat.JSON:
+        return json.dumps(findings, indent=1) + "\n"
+    if format == CheckFormat.GITHUB:
+        return report.render_github(findings)
+    return report.render_text(findings, verbose)
+
+
+def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
+    """`compat explain`: the causal chain behind a verdict, as text."""
+    from compat import report
+
+    return report.explain(db_path, model, strategy, feature, vllm)
+
+
+def overrides(db_path: Path) -> str:
+    """`compat overrides`: the fix stage's plans per recipe file, as YAML."""
+    from compat.emit.overrides import generate_overrides, render_yaml
+
+    return render_yaml(generate_overrides(db_path))
+
+
+def _fix_kinds(only: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    from compat.errors import UserError
+    from compat.fix import KINDS
+
+    bad = [k for k in only if k not in KINDS]
+    if bad:
+        raise UserError(f"unknown fix kind {bad[0]!r} ({', '.join(KINDS)})", where="--only")
+    return tuple(only)
+
+
+def fixes(
+    db_path: Path, only: list[str] | tuple[str, ...] = ()
+) -> dict[str, list[tuple[str, str, list[Edit]]]]:
+    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds."""
+    from compat.fix.writer import planned_fixes
+
+    return planned_fixes(db_path, _fix_kinds(only))
+
+
+def apply_fixes(
+    db_path: Path, root: Path, dry_run: bool = False, only: list[str] | tuple[str, ...] = ()
+) -> ApplyResult:
+    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`."""
+    from compat.fix.writer import apply_fixes as write
+
+    return write(db_path, root, dry_run=dry_run, only=_fix_kinds(only))
+
+
+def site(db_path: Path, out_dir: Path, recipes_url: str) -> SiteReport:
+    """`compat site`: the static HTML matrix and its exports, replacing `out_dir`."""
+    from compat.emit.site import build_site
+
+    return build_site(db_path, out_dir, recipes_url=recipes_url)
+
+
+def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
+    """`compat diff`: what changed between two scanned releases."""
+    from compat import diff as diffm
+
+    return diffm.diff(db_path, a, b)
+
+
+def render_diff(d: dict[str, Any], format: TextFormat = TextFormat.TEXT) -> str:
+    import json
+
+    from compat import diff as diffm
+
+    return json.dumps(d, indent=1) + "\n" if format == TextFormat.JSON else diffm.render_text(d)
+
+
+def bisect(
+    recipes: Path,
+    model: str,
+    strategy: str,
+    feature: str = "",
+    start: str | None = None,
+    end: str | None = None,
+    progress: Progress | None = None,
+) -> BisectResult:
+    """`compat bisect`: the first release where a blocked combination starts, and why."""
+    from compat import bisect as bis
+
+    return bis.bisect(recipes, model, strategy, feature, start, end, progress=progress)
+
+
+def render_bisect(r: BisectResult, format: TextFormat = TextFormat.TEXT) -> str:
+    from compat import bisect as bis
+
+    return bis.as_json(r) + "\n" if format == TextFormat.JSON else bis.render(r)

@@ -1,7 +1,8 @@
-"""The `compat` command line: a thin shell over compat.<stage> calls.
+"""The `compat` command line: a shell over compat.api, one call per command.
 
-User errors (bad input, missing files, unknown releases) print one line naming the
-file and field and exit 2; `check` exits 1 when it has findings.
+Here are option parsing and printing only. User errors (bad input, missing files, unknown
+releases) print one line naming the file and field and exit 2; `check` exits 1 when it
+has findings.
 """
 
 from __future__ import annotations
@@ -10,15 +11,22 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from compat import api
+from compat.api import CheckFormat, SqlFormat, TextFormat
 from compat.errors import UserError
 from compat.vocab import release_key
+
+if TYPE_CHECKING:
+    from compat.fix.writer import ApplyResult
 
 #: Click's base exception for usage errors. typer >= 0.29 vendors click (typer._click) and no
 #: longer installs it, so the class is found through a typer export instead of `import click`.
@@ -69,6 +77,48 @@ AllowHubOpt = Annotated[
         help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).",
     ),
 ]
+FactsLockOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--facts-lock",
+        metavar="FILE",
+        help="Model facts lock (compat models lock): read first, offline.",
+    ),
+]
+
+Choice = TypeVar("Choice", bound=StrEnum)
+
+
+def _choice(kind: type[Choice]) -> Callable[[str], Choice]:
+    """The parser typer calls for a --format set, before the command runs.
+
+    A bad value is the house usage error (`error: --format: unknown format 'xml' (text,
+    json)`, exit 2); typer's own enum check would print pydantic's "Value error, ..." text.
+    """
+
+    def parse(value: str) -> Choice:
+        try:
+            return kind(value)
+        except ValueError:
+            names = ", ".join(kind)
+            raise UserError(f"unknown format {value!r} ({names})", where="--format") from None
+
+    return parse
+
+
+def _format_option(kind: type[StrEnum]) -> Any:
+    *first, last = list(kind)
+    return typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help=f"{', '.join(first)} or {last}.",
+        parser=_choice(kind),
+    )
+
+
+TextFormatOpt = Annotated[TextFormat, _format_option(TextFormat)]
+CheckFormatOpt = Annotated[CheckFormat, _format_option(CheckFormat)]
+SqlFormatOpt = Annotated[SqlFormat, _format_option(SqlFormat)]
 
 models_app = typer.Typer(
     add_completion=False,
@@ -113,8 +163,6 @@ def scan(
 
     Example: compat scan --vllm 0.23.0 --vllm 0.33.0 --db compat.db
     """
-    from compat import api
-
     if not (vllm or vllm_src or installed):
         raise UserError("give at least one --vllm, --vllm-src or --installed", where="compat scan")
     summary = api.scan(
@@ -139,22 +187,16 @@ def scan(
 def sql(
     statement: Annotated[str, typer.Argument(help="A SELECT over the views in schema/views.sql.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="table, json or csv.")
-    ] = "table",
+    format: SqlFormatOpt = SqlFormat.TABLE,
 ) -> None:
     """Run a read-only SQL query.
 
     Example: compat sql "SELECT arch FROM v_arch_capability WHERE supports_pp=0" --format json
     """
-    from compat import store
-
-    if format not in ("table", "json", "csv"):
-        raise UserError(f"unknown format {format!r} (table, json, csv)", where="--format")
-    cols, rows = store.query(db, statement)
-    if format == "json":
+    cols, rows = api.sql(db, statement)
+    if format == SqlFormat.JSON:
         sys.stdout.write(json.dumps([dict(zip(cols, r)) for r in rows], indent=1) + "\n")
-    elif format == "csv":
+    elif format == SqlFormat.CSV:
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(cols)
@@ -179,14 +221,7 @@ def build(
     db: DbOpt = Path("compat.db"),
     hf_config_dir: HfDirOpt = None,
     allow_hub: AllowHubOpt = False,
-    facts_lock: Annotated[
-        Path | None,
-        typer.Option(
-            "--facts-lock",
-            metavar="FILE",
-            help="Model facts lock (compat models lock): read first, offline.",
-        ),
-    ] = None,
+    facts_lock: FactsLockOpt = None,
 ) -> None:
     """Scan, load recipes, resolve models and decide every combination.
 
@@ -195,8 +230,6 @@ def build(
 
     Example: compat build --recipes ../recipes --vllm 0.23.0 --vllm 0.33.0 --db compat.db
     """
-    from compat import api
-
     s = api.build(
         recipes,
         vllm or [],
@@ -232,9 +265,7 @@ def build(
 @app.command()
 def check(
     db: DbOpt = Path("compat.db"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text, github or json.")
-    ] = "text",
+    format: CheckFormatOpt = CheckFormat.TEXT,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")
     ] = False,
@@ -246,17 +277,8 @@ def check(
 
     Example: compat check --db compat.db --format github
     """
-    from compat import report
-
-    if format not in ("text", "github", "json"):
-        raise UserError(f"unknown format {format!r} (text, github, json)", where="--format")
-    findings = report.findings(db)
-    if format == "json":
-        sys.stdout.write(json.dumps(findings, indent=1) + "\n")
-    elif format == "github":
-        sys.stdout.write(report.render_github(findings))
-    else:
-        sys.stdout.write(report.render_text(findings, verbose))
+    findings = api.check(db)
+    sys.stdout.write(api.render_check(findings, format, verbose))
     if findings["blocked"]:
         raise typer.Exit(1)
 
@@ -280,9 +302,7 @@ def explain(
 
     Example: compat explain zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --vllm 0.23.0
     """
-    from compat import report
-
-    sys.stdout.write(report.explain(db, model, strategy, feature, vllm))
+    sys.stdout.write(api.explain(db, model, strategy, feature, vllm))
 
 
 @app.command()
@@ -315,11 +335,9 @@ def overrides(
     Example: compat overrides --db compat.db --apply ../recipes --dry-run
     """
     if apply is not None:
-        _apply_fixes(db, apply, dry_run, ())
+        _print_applied(api.apply_fixes(db, apply, dry_run))
         return
-    from compat.emit.overrides import generate_overrides, render_yaml
-
-    text = render_yaml(generate_overrides(db))
+    text = api.overrides(db)
     if output:
         output.write_text(text)
     else:
@@ -352,31 +370,21 @@ def fix(
 
     Example: compat fix --db compat.db --apply ../recipes --dry-run
     """
-    from compat.fix import KINDS
-
-    bad = [k for k in only or [] if k not in KINDS]
-    if bad:
-        raise UserError(f"unknown fix kind {bad[0]!r} ({', '.join(KINDS)})", where="--only")
     if apply is not None:
-        _apply_fixes(db, apply, dry_run, tuple(only or ()))
+        _print_applied(api.apply_fixes(db, apply, dry_run, only or ()))
         return
-    from compat.fix.writer import planned_fixes
-
-    for recipe, fixes in planned_fixes(db, tuple(only or ())).items():
+    for recipe, fixes in api.fixes(db, only or ()).items():
         for kind, summary, edits in fixes:
             out.print(f"{recipe}: {kind}: {summary}", markup=False)
             for e in edits:
                 out.print(f"    {e.where} = {e.value!r}", markup=False)
 
 
-def _apply_fixes(db: Path, root: Path, dry_run: bool, only: tuple[str, ...]) -> None:
-    from compat.fix.writer import apply_fixes
-
-    res = apply_fixes(db, root, dry_run=dry_run, only=only)
+def _print_applied(res: ApplyResult) -> None:
     for path in sorted(res.diffs):
         sys.stdout.write(res.diffs[path])
     err.print(
-        f"{'would change' if dry_run else 'changed'} {len(res.changed_files)} recipe files",
+        f"{'would change' if res.dry_run else 'changed'} {len(res.changed_files)} recipe files",
         markup=False,
     )
 
@@ -400,9 +408,7 @@ def site(
 
     Example: compat site --db compat.db -o site-out
     """
-    from compat.emit.site import build_site
-
-    rep = build_site(db, output, recipes_url=recipes_url)
+    rep = api.site(db, output, recipes_url)
     out.print(f"{rep.summary()} -> {output}/index.html", markup=False, soft_wrap=True)
 
 
@@ -411,20 +417,13 @@ def diff_cmd(
     a: Annotated[str, typer.Argument(help="Older release, e.g. 0.23.0.")],
     b: Annotated[str, typer.Argument(help="Newer release, e.g. 0.33.0.")],
     db: DbOpt = Path("compat.db"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """Capabilities, drafts, gates, new error messages, flags, parsers and verdicts that changed.
 
     Example: compat diff 0.23.0 0.33.0 --db compat.db
     """
-    from compat import diff as diffm
-
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
-    d = diffm.diff(db, a, b)
-    sys.stdout.write(json.dumps(d, indent=1) + "\n" if format == "json" else diffm.render_text(d))
+    sys.stdout.write(api.render_diff(api.diff(db, a, b), format))
 
 
 @app.command("bisect")
@@ -449,20 +448,14 @@ def bisect_cmd(
             "--to", metavar="VERSION", help="Last release (default: newest on the index)."
         ),
     ] = None,
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """First release where a blocked combination works, and the change that made it work.
 
     Example: compat bisect zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --recipes ../recipes
     """
-    from compat import bisect as bis
-
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
-    r = bis.bisect(recipes, model, strategy, feature, start, end, progress=_progress)
-    sys.stdout.write(bis.as_json(r) + "\n" if format == "json" else bis.render(r))
+    r = api.bisect(recipes, model, strategy, feature, start, end, progress=_progress)
+    sys.stdout.write(api.render_bisect(r, format))
 
 
 @models_app.command("lock")
@@ -484,8 +477,6 @@ def models_lock(
 
     Example: compat models lock --recipes ../recipes -o model-facts.lock.json
     """
-    from compat import api
-
     s = api.lock_models(
         recipes, output, vllm or [], vllm_src or [], hf_config_dir, not no_hub, progress=_progress
     )
@@ -503,32 +494,14 @@ def models_outdated(
     lock: Annotated[
         Path, typer.Option("--lock", metavar="FILE", help="Lock file to compare.")
     ] = Path("model-facts.lock.json"),
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """Which locked ids changed upstream (their main branch moved); exit 1 when any did.
 
     Example: compat models outdated --lock model-facts.lock.json
     """
-    from compat import api
-
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     rows = api.outdated_models(lock, progress=_progress)
-    if format == "json":
-        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
-    else:
-        for r in rows:
-            if r["state"] != "unchanged":
-                detail = (
-                    f"{r['locked'][:12]} -> {r['upstream'][:12]}" if r["upstream"] else r["reason"]
-                )
-                sys.stdout.write(f"{r['state']:9} {r['model_id']}: {detail}\n")
-        counts = {
-            st: sum(r["state"] == st for r in rows) for st in ("changed", "unchanged", "error")
-        }
-        sys.stdout.write(", ".join(f"{v} {k}" for k, v in counts.items()) + "\n")
+    sys.stdout.write(api.render_outdated(rows, format))
     if any(r["state"] == "changed" for r in rows):
         raise typer.Exit(1)
 
@@ -549,32 +522,19 @@ def lint_cmd(
     ] = "cuda",
     hf_config_dir: HfDirOpt = None,
     allow_hub: AllowHubOpt = False,
-    facts_lock: Annotated[
-        Path | None,
-        typer.Option(
-            "--facts-lock",
-            metavar="FILE",
-            help="Model facts lock (compat models lock): read first, offline.",
-        ),
-    ] = None,
+    facts_lock: FactsLockOpt = None,
     no_search: Annotated[
         bool,
         typer.Option(
             "--no-search", metavar="", help="Do not bisect the index for the first working release."
         ),
     ] = False,
-    format: Annotated[
-        str, typer.Option("--format", metavar="FORMAT", help="text or json.")
-    ] = "text",
+    format: TextFormatOpt = TextFormat.TEXT,
 ) -> None:
     """Judge any `vllm serve` command line at every scanned release (exit codes as check).
 
     Example: compat lint --db compat.db -- vllm serve zai-org/GLM-5.2 -tp 8 -pp 2
     """
-    from compat import api
-
-    if format not in ("text", "json"):
-        raise UserError(f"unknown format {format!r} (text, json)", where="--format")
     r = api.lint(
         command or [],
         db,
@@ -587,9 +547,7 @@ def lint_cmd(
         srcs=vllm_src or [],
         facts_lock=facts_lock,
     )
-    from compat import lint as lintm
-
-    sys.stdout.write(lintm.as_json(r) + "\n" if format == "json" else lintm.render(r))
+    sys.stdout.write(api.render_lint(r, format))
     if r.exit_code:
         raise typer.Exit(r.exit_code)
 
@@ -617,7 +575,7 @@ def main() -> None:
     try:
         if len(sys.argv) < 2:
             commands = ", ".join(
-                [c.name or c.callback.__name__ for c in app.registered_commands]
+                [c.name or getattr(c.callback, "__name__", "") for c in app.registered_commands]
                 + [g.name for g in app.registered_groups if g.name]
             )
             raise UserError(f"missing command ({commands}); see compat --help", where="compat")

@@ -76,17 +76,18 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
             (r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in db_
         }
         drafts = []
-        for key in sorted(ka.keys() | kb.keys()):
-            ra, rb = ka.get(key), kb.get(key)
+        for platform, model_type, target_arch, method in sorted(ka.keys() | kb.keys()):
+            key4 = (platform, model_type, target_arch, method)
+            before, after = ka.get(key4), kb.get(key4)
             fields = ("draft_arch", "draft_class", "draft_supports_pp", "draft_inherits_pp")
-            if ra is None or rb is None or any(ra[f] != rb[f] for f in fields):
+            if before is None or after is None or any(before[f] != after[f] for f in fields):
                 drafts.append(
                     {
-                        "platform": key[0],
-                        "target": key[1] if key[1] not in ("", "unknown") else key[2],
-                        "method": key[3],
-                        "from": {f: ra[f] for f in fields} if ra else None,
-                        "to": {f: rb[f] for f in fields} if rb else None,
+                        "platform": platform,
+                        "target": model_type if model_type not in ("", "unknown") else target_arch,
+                        "method": method,
+                        "from": {f: before[f] for f in fields} if before else None,
+                        "to": {f: after[f] for f in fields} if after else None,
                     }
                 )
         out["drafts"] = drafts

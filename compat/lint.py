@@ -174,7 +174,7 @@ class _Facts:
     def knowledge(self, version: str) -> Any:
         from compat.verdict.knowledge import knowledge_from_facts, load_knowledge
 
-        if version in self.in_db and version not in self.local:
+        if self.db is not None and version in self.in_db and version not in self.local:
             return load_knowledge(self.db, version, self.tree(version))
         from compat.scan import release_facts
 
@@ -298,10 +298,12 @@ def lint(
         result = LintResult(argv, model)
         for v in targets:
             o = pool.outcome(v, combo)
+            assert o is not None  # every target has its judge in the pool
             result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.shown]))
         _works_from(result, targets, pool, combo, search)
         if search:
             oldest = pool.outcome(targets[0], combo)
+            assert oldest is not None
             for f in oldest.findings:
                 if (
                     f.key.startswith("arg:")

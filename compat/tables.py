@@ -16,7 +16,10 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 T = TypeVar("T")
 
@@ -96,7 +99,7 @@ def table(name: str, *, release: bool = False) -> Callable[[type[T]], type[T]]:
         rec = dataclass(frozen=True, kw_only=True)(cls)
         hints = typing.get_type_hints(rec)
         columns = []
-        for f in dataclasses.fields(rec):
+        for f in dataclasses.fields(cast("type[DataclassInstance]", rec)):
             hint = hints[f.name]
             args = typing.get_args(hint)
             nullable = isinstance(hint, types.UnionType) and type(None) in args
@@ -123,7 +126,7 @@ def table(name: str, *, release: bool = False) -> Callable[[type[T]], type[T]]:
 
 
 def spec(record: type) -> Table:
-    return record.__table__  # type: ignore[attr-defined, no-any-return]
+    return record.__table__  # type: ignore[attr-defined]
 
 
 def from_row(record: type[T], row: dict[str, Any]) -> T:

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_kit import run
+
 MINI = Path(__file__).resolve().parent / "fixtures" / "minitrees" / "dispatch"
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_scan_and_sql_json(tmp_path, isolated_cache):
@@ -68,19 +64,29 @@ def test_tree_without_registry_names_what_is_missing(tmp_path, isolated_cache):
     assert not (tmp_path / "c.db").exists()
 
 
-def test_installed_package_is_read_not_imported(tmp_path, isolated_cache):
+def test_installed_package_is_read_not_imported(tmp_path, isolated_cache, monkeypatch):
     """--installed finds `vllm` on sys.path without importing it (importing would fail here)."""
-    import os
-
-    site = tmp_path / "site"
     import shutil
 
+    site = tmp_path / "site"
     shutil.copytree(MINI / "vllm", site / "vllm")
     (site / "vllm" / "__init__.py").write_text("raise RuntimeError('vllm must not be imported')\n")
-    env = dict(os.environ, PYTHONPATH=str(site))
+    monkeypatch.syspath_prepend(str(site))
     db = tmp_path / "c.db"
-    r = subprocess.run([sys.executable, "-m", "compat.cli", "scan", "--installed", "--db", str(db)],
-                       capture_output=True, text=True, env=env)
+    r = run("scan", "--installed", "--db", str(db))
     assert r.returncode == 0, r.stderr
     rows = json.loads(run("sql", "SELECT version, origin FROM release", "--db", str(db), "--format", "json").stdout)
     assert rows == [{"version": "0.0.1", "origin": "installed"}]
+
+
+def test_an_escaping_exception_reads_as_a_traceback_and_exit_1(monkeypatch, tmp_path):
+    """cli_kit does what the interpreter does, so "no Traceback on stderr" checks stay real."""
+    from compat import api
+
+    def broken(db):
+        raise RuntimeError("a bug, not a user error")
+
+    monkeypatch.setattr(api, "check", broken)
+    r = run("check", "--db", str(tmp_path / "c.db"))
+    assert r.returncode == 1
+    assert r.stderr.startswith("Traceback") and "RuntimeError: a bug, not a user error" in r.stderr

@@ -3,28 +3,50 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from compat.errors import UserError
+from tests.cli_kit import Result, run
 
 MINI = Path(__file__).resolve().parent / "fixtures" / "minitrees" / "dispatch"
 RECIPES = Path(__file__).resolve().parent / "fixtures" / "recipes" / "minimal"
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True, cwd=cwd)
-
-
-def one_line_exit_2(r: subprocess.CompletedProcess) -> str:
+def one_line_exit_2(r: Result) -> str:
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     return lines[0]
+
+
+#: Usage mistakes a new user makes on the first command: each is exit 2 and one line.
+USAGE_MISTAKES = [
+    [],
+    ["biuld"],
+    ["build"],
+    ["build", "--recipes", "x", "--vlm", "0.33.0"],
+    ["explain", "zai-org/GLM-5.2"],
+    ["check", "--format", "xml"],
+    ["sql"],
+    ["scan"],
+    ["lint"],
+    ["lint", "--", "python", "serve.py"],
+    ["lint", "--format", "xml", "--", "vllm", "serve", "m"],
+    ["lint", "--", "vllm", "serve", "m"],  # no database and no --vllm
+    ["lint", "--vllm", "0.33.0", "--config", "serve.yaml", "--", "vllm", "serve", "m"],  # not a lint option
+]
+
+
+@pytest.mark.parametrize("args", USAGE_MISTAKES, ids=lambda a: " ".join(a) or "(none)")
+def test_usage_mistake_is_one_line_exit_2(tmp_path: Path, args: list[str]) -> None:
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr + r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("error: ")
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_kit import run
+
 pytestmark = pytest.mark.slow
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True)
 
 
 def sql(db: Path, statement: str) -> list[dict]:

@@ -9,21 +9,18 @@ was; anything else is a finding (exit 0 for `build`). In-process, that means:
 * the verdict engine (`Judge.judge`) never raises and always returns one of the four statuses.
 
 The bulk runs in-process on mutations of tests/fixtures/recipes/minimal; a few mutated
-trees also go through the `compat build` CLI (in-process `compat.cli.main`, and a
-subprocess for the real "no traceback on stderr" check). Nothing here touches the network:
-the package index opener is replaced by one that fails, and subprocesses get an index URL
-that cannot be reached (they are given --vllm-src, so they never ask for it anyway).
+trees also go through the `compat build` CLI (in-process `compat.cli.main`, through
+tests/cli_kit.py, which writes an escaping exception to stderr as the interpreter would, so
+"no traceback on stderr" is a real check). Nothing here touches the network: the package
+index opener is replaced by one that fails, and its URL cannot be reached (builds are given
+--vllm-src, so they never ask for it anyway).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +38,7 @@ from compat.sources import tree_from_path
 from compat.verdict import gates as vgates
 from compat.verdict.engine import Judge
 from compat.verdict.knowledge import load_knowledge
+from tests import cli_kit
 
 HERE = Path(__file__).resolve().parent
 MINIMAL = HERE / "fixtures" / "recipes" / "minimal"
@@ -404,21 +402,9 @@ def test_non_string_method_or_model_is_blocked_with_reason(judges):
 # ------------------------------------------------------------------ the whole build, through the CLI
 
 def _cli(argv: list[str]) -> tuple[int, str]:
-    """Run compat.cli.main in-process: (exit code, stderr). Any exception but SystemExit escapes."""
-    from compat import cli
-
-    err, out = io.StringIO(), io.StringIO()
-    old = sys.argv
-    sys.argv = ["compat", *argv]
-    code = 0
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-            cli.main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    finally:
-        sys.argv = old
-    return code, err.getvalue()
+    """compat.cli.main in-process (tests/cli_kit.py): (exit code, stderr)."""
+    r = cli_kit.run(*argv)
+    return r.returncode, r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -498,14 +484,15 @@ def test_build_cli_cases(case, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["model_id_list", "finding_only"])
-def test_build_subprocess_no_traceback(case, tmp_path):
-    """The real thing once per outcome: a fresh interpreter, stderr as a user sees it."""
+def test_build_cli_no_traceback(case, tmp_path, monkeypatch):
+    """Once per outcome, everything a user sees on stderr (an escaping exception included)."""
+    from compat.sources import pypi
+
     root, rel = _case_tree(case, tmp_path)
     db = tmp_path / "c.db"
-    env = dict(os.environ, COMPAT_CACHE=str(tmp_path / "cache"), COMPAT_INDEX_URL="http://127.0.0.1:9/simple")
-    r = subprocess.run([sys.executable, "-m", "compat.cli", "build", "--recipes", str(root),
-                        "--vllm-src", f"{MINITREE}=0.0.1", "--db", str(db)],
-                       capture_output=True, text=True, env=env, timeout=120, check=False)
+    monkeypatch.setenv("COMPAT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(pypi, "INDEX_URL", "http://127.0.0.1:9/simple")
+    r = cli_kit.run("build", "--recipes", str(root), "--vllm-src", f"{MINITREE}=0.0.1", "--db", str(db))
     assert "Traceback" not in r.stderr, r.stderr
     if case == "finding_only":
         assert r.returncode == 0, r.stderr

@@ -10,8 +10,6 @@ verbatim as data.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -21,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests import cli_kit
 
 HERE = Path(__file__).resolve().parent
 MINIMAL = HERE / "fixtures" / "recipes" / "minimal"
@@ -52,21 +52,10 @@ def _offline(monkeypatch, tmp_path):
     monkeypatch.setenv("COMPAT_CACHE", str(tmp_path / "cache"))
 
 
-def _cli(argv: list[str]) -> tuple[int, str]:
-    from compat import cli
-
-    err, out = io.StringIO(), io.StringIO()
-    old = sys.argv
-    sys.argv = ["compat", *argv]
-    code = 0
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-            cli.main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    finally:
-        sys.argv = old
-    return code, err.getvalue()
+def _cli(argv: list[str], cwd: Path | None = None) -> tuple[int, str]:
+    """compat.cli.main in-process (tests/cli_kit.py): (exit code, stderr)."""
+    r = cli_kit.run(*argv, cwd=cwd)
+    return r.returncode, r.stderr
 
 
 def _poison(root: Path, rel: str, tag: str, marker: Path) -> None:
@@ -100,18 +89,16 @@ def test_python_tags_are_not_constructed(tmp_path, tag, rel):
     assert not db.exists()
 
 
-def test_python_tag_through_the_real_cli(tmp_path):
-    """A subprocess with the recipes checkout as working directory and a relative `touch`."""
+def test_python_tag_from_the_checkout_as_working_directory(tmp_path):
+    """`compat build --recipes .` from inside the checkout, with a relative `touch`."""
     root = tmp_path / "recipes"
     shutil.copytree(MINIMAL, root)
     _poison(root, "models/acme/Widget.yaml", "apply_os_system", Path("PWNED"))
-    env = dict(os.environ, COMPAT_CACHE=str(tmp_path / "cache"), COMPAT_INDEX_URL="http://127.0.0.1:9/simple")
-    r = subprocess.run([sys.executable, "-m", "compat.cli", "build", "--recipes", ".", "--vllm-src",
-                        f"{MINITREE}=0.0.1", "--db", str(tmp_path / "c.db")],
-                       cwd=root, capture_output=True, text=True, env=env, timeout=120, check=False)
+    code, err = _cli(["build", "--recipes", ".", "--vllm-src", f"{MINITREE}=0.0.1", "--db",
+                      str(tmp_path / "c.db")], cwd=root)
     assert not list(tmp_path.rglob("PWNED"))
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert len(_error_lines(r.stderr)) == 1
+    assert code == 2 and "Traceback" not in err, err
+    assert len(_error_lines(err)) == 1
 
 
 def test_overrides_apply_does_not_construct_python_tags(tmp_path):

@@ -12,8 +12,6 @@ import hashlib
 import http.client
 import io
 import json
-import subprocess
-import sys
 import tarfile
 import urllib.error
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from compat.errors import UserError
+from tests.cli_kit import run
 from compat.sources import pypi
 from compat.sources.pypi import (
     INDEX_URL,
@@ -222,12 +221,16 @@ def test_offline_with_nothing_cached_is_one_line_user_error(sdist, cache):
     assert line.startswith("--vllm: ") and "no cached index" in line
 
 
-def test_offline_with_nothing_cached_through_the_cli(tmp_path):
-    """The same through `compat scan` in a subprocess: exit 2, one line, no traceback."""
-    env = {"COMPAT_CACHE": str(tmp_path / "cache"), "COMPAT_INDEX_URL": "http://127.0.0.1:9/simple",
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "compat.cli", "scan", "--vllm", VERSION, "--db", str(tmp_path / "c.db")],
-                       capture_output=True, text=True, env=env, timeout=120, check=False)
+def test_offline_with_nothing_cached_through_the_cli(tmp_path, monkeypatch):
+    """The same through `compat scan`: exit 2, one line, no traceback."""
+    import os
+
+    for name in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)  # the unreachable index is asked directly, as with no proxy set
+    monkeypatch.setenv("COMPAT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(pypi, "INDEX_URL", "http://127.0.0.1:9/simple")
+    r = run("scan", "--vllm", VERSION, "--db", str(tmp_path / "c.db"))
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()

@@ -4,22 +4,27 @@ Client level: every failure kind is its own reason naming the id, the commit sha
 recorded, the HF cache answers offline. Product level (the installed CLI in a
 subprocess, HF_ENDPOINT / HF_TOKEN / HF_HUB_OFFLINE / HF_HUB_CACHE in its environment):
 a build from the hub, a lock, an offline build from the lock with the same verdicts,
-and a sentinel token that appears in no database, lock or log line.
+and a sentinel token that appears in no database, lock or log line. Mistakes that are
+refused before any Hub is asked (a bad lock, a usage error) run in-process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from compat.hf import ModelResolver
 from compat.hf.hub import HubClient
+from tests import cli_kit
 from tests.fake_hub import FakeHub, Repo, sha_of
 
 HERE = Path(__file__).resolve().parent
@@ -142,16 +147,34 @@ def verdicts(db: Path) -> list[tuple]:
                            "mode, status, message, reason FROM v_verdict ORDER BY 1,2,3,4,5,6,7,8").fetchall()
 
 
-@pytest.fixture()
-def hub_env(tmp_path, isolated_cache):
+@contextlib.contextmanager
+def _hub_env(base: Path, cache: Path) -> Iterator[tuple[FakeHub, dict[str, str]]]:
     with FakeHub() as hub:
         hub.add("acme/Widget", {**LLAMA, "num_nextn_predict_layers": 1}, token=TOKEN)  # gated
         hub.add("acme/Gadget", b"{not json")
         hub.add("acme/Widget-eagle", {"architectures": ["EagleLlamaForCausalLM"], "model_type": "eagle"})
         env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-        env.update(HF_ENDPOINT=hub.endpoint, HF_TOKEN=TOKEN, HF_HUB_CACHE=str(tmp_path / "hf-cache"),
-                   HF_HOME=str(tmp_path / "hf-home"), COMPAT_CACHE=str(isolated_cache))
+        env.update(HF_ENDPOINT=hub.endpoint, HF_TOKEN=TOKEN, HF_HUB_CACHE=str(base / "hf-cache"),
+                   HF_HOME=str(base / "hf-home"), COMPAT_CACHE=str(cache))
         yield hub, env
+
+
+@pytest.fixture()
+def hub_env(tmp_path, isolated_cache):
+    with _hub_env(tmp_path, isolated_cache) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def good_lock(tmp_path_factory) -> dict:
+    """A lock of the minimal recipes written by `compat models lock` from the local Hub."""
+    base = tmp_path_factory.mktemp("good-lock")
+    lock = base / "model-facts.lock.json"
+    with _hub_env(base, base / "cache") as (_hub, env):
+        r = run(["models", "lock", "--recipes", str(MINIMAL), "--vllm-src", f"{MINITREE}=0.0.1",
+                 "-o", str(lock)], env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(lock.read_text())
 
 
 def test_build_lock_and_offline_rebuild_from_the_lock(tmp_path, hub_env):
@@ -234,28 +257,25 @@ def test_relock_of_an_unchanged_checkout_changes_nothing(tmp_path, hub_env):
         (lambda d: d["models"].update({"not an id": {}}), "field models"),
     ],
 )
-def test_bad_lock_is_one_line_naming_file_and_field(tmp_path, hub_env, mutate, field):
-    _hub, env = hub_env
+def test_bad_lock_is_one_line_naming_file_and_field(tmp_path, isolated_cache, good_lock, mutate, field):
     lock = tmp_path / "model-facts.lock.json"
     src = ["--vllm-src", f"{MINITREE}=0.0.1"]
-    assert run(["models", "lock", "--recipes", str(MINIMAL), *src, "-o", str(lock)], env).returncode == 0
-    doc = json.loads(lock.read_text())
+    doc = copy.deepcopy(good_lock)
     mutate(doc)
     lock.write_text(json.dumps(doc))
     db = tmp_path / "x.db"
-    r = run(["build", "--recipes", str(MINIMAL), *src, "--facts-lock", str(lock), "--db", str(db)], env)
+    r = cli_kit.run("build", "--recipes", str(MINIMAL), *src, "--facts-lock", str(lock), "--db", str(db))
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and str(lock) in lines[0] and field in lines[0], r.stderr
     assert not db.exists()
 
 
-def test_lock_that_is_not_json(tmp_path, hub_env):
-    _hub, env = hub_env
+def test_lock_that_is_not_json(tmp_path, isolated_cache):
     lock = tmp_path / "broken.lock.json"
     lock.write_text('{"lock_version": 1,')
-    r = run(["build", "--recipes", str(MINIMAL), "--vllm-src", f"{MINITREE}=0.0.1", "--facts-lock", str(lock),
-             "--db", str(tmp_path / "x.db")], env)
+    r = cli_kit.run("build", "--recipes", str(MINIMAL), "--vllm-src", f"{MINITREE}=0.0.1", "--facts-lock",
+                    str(lock), "--db", str(tmp_path / "x.db"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not valid JSON (line 1" in r.stderr
 
 
@@ -269,5 +289,5 @@ def test_lock_that_is_not_json(tmp_path, hub_env):
     ],
 )
 def test_models_usage_mistakes_are_one_line_exit_2(tmp_path, args, text):
-    r = subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True, cwd=tmp_path)
+    r = cli_kit.run(*args, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and text in r.stderr, r.stderr

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_kit import run
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "minitrees"
 SEED_SPEC = '{"method":"mtp","num_speculative_tokens":1}'
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_kit import run
 
 HERE = Path(__file__).resolve().parent
 RECIPES = HERE / "fixtures" / "recipes" / "minimal"
 MINI = HERE / "fixtures" / "minitrees" / "dispatch"
 HF = HERE / "fixtures" / "hardening" / "hf"
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compat.cli", *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ from compat.emit.site import (
 from compat.emit.site_data import FORMAT, rows_of_document
 from compat.errors import UserError
 from compat.resources import schema_dir
+from tests import cli_kit
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "site" / "fixture_db.py"
 PAGES = FIXTURE.with_name("pages.py")
@@ -344,9 +345,7 @@ def test_recipes_url_is_where_cause_lines_link(tmp_path):
 
 def test_cli_prints_the_sizes(tmp_path):
     db = fixture_db.build(tmp_path / "in.db")
-    r = subprocess.run([sys.executable, "-m", "compat.cli", "site", "--db", str(db), "-o",
-                        str(tmp_path / "out"), "--recipes-url", "https://example.org/r"],
-                       capture_output=True, text=True)
+    r = cli_kit.run("site", "--db", str(db), "-o", str(tmp_path / "out"), "--recipes-url", "https://example.org/r")
     assert r.returncode == 0, r.stderr
     assert re.search(r"^9 pages \+ verdicts\.json [\d.]+ MB \(largest index page \d+ kB\), "
                      r"compat\.db\.gz [\d.]+ MB; [\d.]+ MB written in [\d.]+s -> ", r.stdout)

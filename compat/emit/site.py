@@ -494,11 +494,11 @@ def targets_text(pairs: Iterable[tuple[str, str]]) -> str:
         by_platform[platform or "any platform"].add(hardware)
     parts = []
     for platform in sorted(by_platform):
-        hardware = sorted(by_platform[platform])
-        if hardware == [""]:
+        profiles = sorted(by_platform[platform])
+        if profiles == [""]:
             parts.append(platform)
         else:
-            parts.append(f"{platform}: " + ", ".join(h or "any profile" for h in hardware))
+            parts.append(f"{platform}: " + ", ".join(h or "any profile" for h in profiles))
     return "; ".join(parts)
 
 
@@ -1032,8 +1032,9 @@ def _recipe_model(
                         continue
                     c = _cell(crows, book)
                     if version != default:
-                        before = {baseline.get(_combo(r)) for r in crows}
-                        before.discard(None)
+                        before = {
+                            status for r in crows if (status := baseline.get(_combo(r))) is not None
+                        }
                         if before and _worst(before) != c.status:
                             c.was = f"{_worst(before)} at {default}"
                     else:

@@ -11,6 +11,7 @@ fix is judged alone and only the ones that hold are kept.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from compat.fix import gate, mode_variants, pin_bump, spelling
@@ -170,9 +171,7 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
                     o,
                     judge,
                     render,
-                    gone_later=lambda k, c=c, r=release: (
-                        ctx.pool.first_without(r, c, k) is not None
-                    ),
+                    gone_later=partial(_gone_later, ctx.pool, release, c),
                 ):
                     cid = ids.setdefault(cause.key, -(len(ids) + 1))
                     book.setdefault(cid, cause_row(cid, case.path, cause))
@@ -180,6 +179,11 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
                     keys[cid] = (*keys.get(cid, ()), cause.finding_key)
             rows.append(Row(c, release, o, tuple(dict.fromkeys(cause_ids)), keys))
     return Case(case.path, recipe, rows, book, case.pinned)
+
+
+def _gone_later(pool: Any, release: str, c: Any, key: str) -> bool:
+    """Whether a release after `release` no longer has finding `key` for command `c`."""
+    return pool.first_without(release, c, key) is not None
 
 
 def _first_working(rows: list[Row], ctx: Context) -> str | None:

@@ -235,9 +235,10 @@ class _Text:
     def __init__(self, text: str) -> None:
         self.nl = _newline(text)
         self.lines = text.splitlines(keepends=True)
-        self.root = _compose(text)
-        if self.root is None:
+        root = _compose(text)
+        if root is None:
             raise EditError("the file is empty")
+        self.root: yaml.Node = root
 
     def text(self) -> str:
         return "".join(self.lines)

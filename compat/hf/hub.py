@@ -84,9 +84,8 @@ def classify(model_id: str, exc: BaseException, offline: bool) -> tuple[Kind, st
     chain = _chain(exc)
     for e in chain:
         if isinstance(e, GatedRepoError):
-            code = _status(e) or 401
             return "gated", (
-                f"hub: {model_id} is gated (HTTP {code}): accept its terms on the Hub "
+                f"hub: {model_id} is gated (HTTP {_status(e) or 401}): accept its terms on the Hub "
                 f"and set HF_TOKEN or run `hf auth login`"
             )
     for e in chain:
@@ -298,10 +297,11 @@ class _bar:
             self._task = self._progress.add_task("hub", total=total)
 
     def __enter__(self) -> Callable[[], None]:
-        if self._progress is None:
+        progress = self._progress
+        if progress is None:
             return lambda: None
-        self._progress.start()
-        return lambda: self._progress.advance(self._task)  # type: ignore[union-attr]
+        progress.start()
+        return lambda: progress.advance(self._task)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

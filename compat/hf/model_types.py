@@ -79,7 +79,8 @@ def config_registry(tree: VllmTree) -> dict[str, list[str]]:
     if module is None:
         return out
     for node in module.body:
-        target = value = None
+        target: ast.expr | None = None
+        value: ast.expr | None = None
         if isinstance(node, ast.AnnAssign):
             target, value = node.target, node.value
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -99,7 +100,12 @@ def config_registry(tree: VllmTree) -> dict[str, list[str]]:
                     pairs.append((kw.arg, kw.value.value))
                 elif kw.arg is None and isinstance(kw.value, ast.Dict):  # **{"a-b": "Cls"}
                     for k, v in zip(kw.value.keys, kw.value.values):
-                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant):
+                        if (
+                            isinstance(k, ast.Constant)
+                            and isinstance(k.value, str)
+                            and isinstance(v, ast.Constant)
+                            and isinstance(v.value, str)
+                        ):
                             pairs.append((k.value, v.value))
             value = value.args[0] if value.args else None
         if isinstance(value, ast.Dict):

@@ -84,7 +84,8 @@ def config_classes(path: str, text: str) -> list[ConfigClass]:
     for node in module.body:
         if not isinstance(node, ast.ClassDef):
             continue
-        model_type, subs = None, {}
+        model_type: str | None = None
+        subs: dict[str, str] = {}
         for st in node.body:
             targets = (
                 st.targets
@@ -97,22 +98,24 @@ def config_classes(path: str, text: str) -> list[ConfigClass]:
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             if "model_type" in names and value is not None:
                 model_type = _const(value)
-            if "base_config_key" in names and value is not None and _const(value):
-                base_keys[node.name] = _const(value)
+            if "base_config_key" in names and value is not None and (key := _const(value)):
+                base_keys[node.name] = key
             if {"sub_configs", "sub_configs_defaults"} & set(names) and isinstance(value, ast.Dict):
                 for k, v in zip(value.keys, value.values):
-                    if k is not None and _const(k) and isinstance(v, ast.Name):
-                        subs[_const(k)] = v.id
+                    if k is not None and (sub := _const(k)) and isinstance(v, ast.Name):
+                        subs[sub] = v.id
         if not model_type:
             continue
-        ids = []
+        ids: list[str] = []
         for d in node.decorator_list:
             if (
                 isinstance(d, ast.Call)
                 and getattr(d.func, "id", getattr(d.func, "attr", "")) == "auto_docstring"
             ):
                 ids += [
-                    _const(k.value) for k in d.keywords if k.arg == "checkpoint" and _const(k.value)
+                    checkpoint
+                    for k in d.keywords
+                    if k.arg == "checkpoint" and (checkpoint := _const(k.value))
                 ]
         ids += _LINK.findall(ast.get_docstring(node) or "")
         found.append((node, model_type, ids, subs))

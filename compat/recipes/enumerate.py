@@ -298,7 +298,12 @@ def recipe_renders(
         if api.profile.platform is None:
             continue
         variant = recipe.variants[api.variant]
-        base = ("", "", default_features(recipe, variant, api.profile), {})
+        base: tuple[str, str, list[str], dict[str, str]] = (
+            "",
+            "",
+            default_features(recipe, variant, api.profile),
+            {},
+        )
         yield renderer.render(api.variant, api.profile, api.strategy, api.sizing, base)
 
 
@@ -370,9 +375,9 @@ def _units(renders: list[Render]) -> list[_Unit]:
             units.append(_Unit(profile, ("api", "ui"), ui, problems))
             continue
         for source in SOURCES:
-            r = by_source.get(source)
-            if r is not None:
-                units.append(_Unit(profile, (source,), r, r.problems))
+            alone = by_source.get(source)
+            if alone is not None:
+                units.append(_Unit(profile, (source,), alone, alone.problems))
     return units
 
 

@@ -187,8 +187,8 @@ def renderings_on(
     for strategy in strategies:
         if strategy.name == recommended_id:
             continue
-        count = 1 if strategy.deploy_type == "pd_cluster" else None
-        sizing = api_sizing(recipe, variant, strategy, profile, count)
+        node_count = 1 if strategy.deploy_type == "pd_cluster" else None
+        sizing = api_sizing(recipe, variant, strategy, profile, node_count)
         if sizing is not None:
             out.append(ApiRendering(variant_key, profile, strategy, sizing))
     return out

@@ -33,8 +33,9 @@ def _read_yaml(root: Path, path: Path) -> Any:
         problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
         problem = str(problem).splitlines()[0] if str(problem).strip() else type(exc).__name__
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        if mark is None and getattr(exc, "position", None) is not None:
-            at = f" at character {exc.position}"
+        position = getattr(exc, "position", None)  # a ReaderError's (a character yaml refuses)
+        if mark is None and position is not None:
+            at = f" at character {position}"
         raise UserError(f"YAML syntax error{at}: {problem}", where=rel) from exc
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         # A scalar the safe constructors reject (`!!int abc`, `2001-02-30`, a 5000-digit int).

@@ -21,8 +21,12 @@ REGISTRY = "vllm/model_executor/models/registry.py"
 INTERFACES = "vllm/model_executor/models/interfaces.py"
 SPECULATIVE = "vllm/config/speculative.py"
 
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE)
-_COMMIT_RE = re.compile(r"""^__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE)
+_VERSION_RE = re.compile(
+    r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE
+)
+_COMMIT_RE = re.compile(
+    r"""^__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE
+)
 
 
 @dataclass
