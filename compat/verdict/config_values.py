@@ -137,19 +137,25 @@ class Validator:
                 out.unchecked.append(f"{name}: whether unknown keys such as {key!r} are allowed")
         opaque = [v for v in schema.model_validators if v.get("kind") != "post_init"]
         if opaque:
-            out.unchecked.append(f"{name}: model validator {opaque[0]['func']} "
-                                 f"({opaque[0]['file']}:{opaque[0]['line']})")
+            out.unchecked.append(
+                f"{name}: model validator {opaque[0]['func']} "
+                f"({opaque[0]['file']}:{opaque[0]['line']})"
+            )
         if not out.errors:
             self._post_init(schema, value, loc, out)
 
-    def _post_init(self, schema: ClassSchema, value: dict[str, Any], loc: tuple[str, ...], out: Outcome) -> None:
+    def _post_init(
+        self, schema: ClassSchema, value: dict[str, Any], loc: tuple[str, ...], out: Outcome
+    ) -> None:
         """The class's `__post_init__` checks (compat.vllm.post_init) on the value over the defaults:
         one that holds is pydantic's "Value error"; one left undecided leaves the value unchecked
         when it reads a field the value sets (one reading only defaults does not fire: vLLM
         builds every config with its defaults)."""
         from compat.vllm.post_init import evaluate, render
 
-        fields = {n: f["default"] for n, f in schema.fields.items() if f["default_kind"] == "literal"}
+        fields = {
+            n: f["default"] for n, f in schema.fields.items() if f["default_kind"] == "literal"
+        }
         fields.update(value)
         for check in schema.model_validators:
             if check.get("kind") != "post_init":
@@ -158,8 +164,11 @@ class Validator:
             holds = evaluate(check, fields, check.get("torch"))
             if holds:
                 out.evidence.append(where)
-                out.errors.append(PydanticError(loc, "value_error", f"Value error, {render(check, fields)}",
-                                                value))
+                out.errors.append(
+                    PydanticError(
+                        loc, "value_error", f"Value error, {render(check, fields)}", value
+                    )
+                )
                 return
             if holds is None and set(check.get("reads", [])) & set(value):
                 out.unchecked.append(f"{schema.name}.__post_init__ check at {where}")

@@ -41,7 +41,8 @@ def method_tables() -> dict[str, Any]:
     from compat.resources import data_dir
 
     doc: dict[str, Any] = yaml.safe_load(
-        (data_dir() / "speculative_methods.yaml").read_text(encoding="utf-8"))
+        (data_dir() / "speculative_methods.yaml").read_text(encoding="utf-8")
+    )
     return doc
 
 
@@ -69,9 +70,16 @@ def written_method(k: Knowledge, spec: dict[str, Any]) -> str | None:
     if method is None:
         for rule in tables["method_from_model"]:
             when = rule["when"]
-            if (when == "dotted_module_path" and isinstance(model, str) and "." in model
-                    and "/" not in model) or (when == "ngram_name" and model in ("ngram", "[ngram]")) \
-                    or when == "otherwise":
+            if (
+                (
+                    when == "dotted_module_path"
+                    and isinstance(model, str)
+                    and "." in model
+                    and "/" not in model
+                )
+                or (when == "ngram_name" and model in ("ngram", "[ngram]"))
+                or when == "otherwise"
+            ):
                 method = rule["method"]
                 break
     if method == "draft_model":
@@ -82,42 +90,83 @@ def written_method(k: Knowledge, spec: dict[str, Any]) -> str | None:
     return method
 
 
-def resolve_draft(k: Knowledge, models: Any, platform: str, args: ServeArgs,
-                  facts: ModelFacts, target_config: dict[str, Any]) -> DraftResolution:
+def resolve_draft(
+    k: Knowledge,
+    models: Any,
+    platform: str,
+    args: ServeArgs,
+    facts: ModelFacts,
+    target_config: dict[str, Any],
+) -> DraftResolution:
     """The draft checks of one speculative config on one target (see the module doc)."""
     spec = args.speculative_config or {}
     for name in ("method", "model"):
         val = spec.get(name)
         # SpeculativeConfig declares both `str | None`; JSON junk ([1], {...}, 5) fails validation.
         if val is not None and not isinstance(val, str):
-            return DraftResolution([Finding(
-                Status.BLOCKED, f"--speculative-config {name} must be a string, not "
-                f"{type(val).__name__}: {reprlib.repr(val)}", f"{name}: Input should be a valid string",
-                key=f"spec_type:{name}:{reprlib.repr(val)}")])
+            return DraftResolution(
+                [
+                    Finding(
+                        Status.BLOCKED,
+                        f"--speculative-config {name} must be a string, not "
+                        f"{type(val).__name__}: {reprlib.repr(val)}",
+                        f"{name}: Input should be a valid string",
+                        key=f"spec_type:{name}:{reprlib.repr(val)}",
+                    )
+                ]
+            )
     if not k.methods:
-        return DraftResolution([Finding(Status.UNKNOWN, f"speculative methods of vLLM {k.version} unknown",
-                                        key="spec_methods")])
+        return DraftResolution(
+            [
+                Finding(
+                    Status.UNKNOWN,
+                    f"speculative methods of vLLM {k.version} unknown",
+                    key="spec_methods",
+                )
+            ]
+        )
     method = written_method(k, spec)
     if method not in k.methods:
-        return DraftResolution([Finding(
-            Status.BLOCKED, f"speculative method {method!r} is not accepted by vLLM {k.version}",
-            f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; got {method!r}",
-            key=f"spec_method:{method}")])
+        return DraftResolution(
+            [
+                Finding(
+                    Status.BLOCKED,
+                    f"speculative method {method!r} is not accepted by vLLM {k.version}",
+                    f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; got {method!r}",
+                    key=f"spec_method:{method}",
+                )
+            ]
+        )
     canonical = k.methods[method]
     pc = k.draft_pc.get(canonical)
     pp_src = pc["pp_source"] if pc else "unknown"
     pp = args.pipeline_parallel_size
-    res = DraftResolution([], canonical,
-                          {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src))
+    res = DraftResolution(
+        [], canonical, {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src)
+    )
     pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
     step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
     if pp_src == "none":
-        res.findings.append(Finding(Status.OK, f"{step}: no draft model, no draft parallel config", "",
-                                    [pc_ev], key=f"draft:{canonical}"))
+        res.findings.append(
+            Finding(
+                Status.OK,
+                f"{step}: no draft model, no draft parallel config",
+                "",
+                [pc_ev],
+                key=f"draft:{canonical}",
+            )
+        )
         return res
     if pp_src == "target_config" and canonical != "extract_hidden_states":
-        res.findings.append(Finding(Status.OK, f"{step}: the draft is the target itself; PP checked on "
-                                    "the target", "", [pc_ev], key=f"draft:{canonical}"))
+        res.findings.append(
+            Finding(
+                Status.OK,
+                f"{step}: the draft is the target itself; PP checked on the target",
+                "",
+                [pc_ev],
+                key=f"draft:{canonical}",
+            )
+        )
         return res
     found = _draft_arch(k, models, canonical, method, spec.get("model"), facts, target_config, step)
     if isinstance(found, Finding):
@@ -127,15 +176,27 @@ def resolve_draft(k: Knowledge, models: Any, platform: str, args: ServeArgs,
     inherits = pp_src in ("target", "target_config")
     if draft_archs and facts.architectures:  # no v_draft row for a target whose config is unknown
         res.draft_cap = k.caps.get((platform, draft_archs[0]))
-        res.mapping = _mapping(platform, facts, canonical, draft_archs[0], res.draft_cap, inherits, how)
-    res.findings.append(_draft_pp(k, platform, canonical, step, how, draft_archs, spec.get("model"),
-                                  inherits, pp, pc_ev))
+        res.mapping = _mapping(
+            platform, facts, canonical, draft_archs[0], res.draft_cap, inherits, how
+        )
+    res.findings.append(
+        _draft_pp(
+            k, platform, canonical, step, how, draft_archs, spec.get("model"), inherits, pp, pc_ev
+        )
+    )
     return res
 
 
-def _draft_arch(k: Knowledge, models: Any, canonical: str, method: str, model: Any,
-                facts: ModelFacts, target_config: dict[str, Any],
-                step: str) -> tuple[list[str], str] | Finding:
+def _draft_arch(
+    k: Knowledge,
+    models: Any,
+    canonical: str,
+    method: str,
+    model: Any,
+    facts: ModelFacts,
+    target_config: dict[str, Any],
+    step: str,
+) -> tuple[list[str], str] | Finding:
     """(the draft architectures vLLM builds, how) or the finding that stops the check."""
     if canonical == "extract_hidden_states":
         return ["ExtractHiddenStatesModel"], "ExtractHiddenStatesConfig"
@@ -146,37 +207,53 @@ def _draft_arch(k: Knowledge, models: Any, canonical: str, method: str, model: A
     return [], ""
 
 
-def _mtp_draft(k: Knowledge, method: str, facts: ModelFacts, target_config: dict[str, Any],
-               step: str) -> tuple[list[str], str] | Finding:
+def _mtp_draft(
+    k: Knowledge, method: str, facts: ModelFacts, target_config: dict[str, Any], step: str
+) -> tuple[list[str], str] | Finding:
     runner = k.runner
     if runner is None or not runner.available:
-        return Finding(Status.UNKNOWN, f"{step}: hf_config_override of vLLM {k.version} unavailable",
-                       key="spec:hf_config_override")
+        return Finding(
+            Status.UNKNOWN,
+            f"{step}: hf_config_override of vLLM {k.version} unavailable",
+            key="spec:hf_config_override",
+        )
     res = runner.run(target_config)
     if res.status == "error" and facts.config is None and facts.num_nextn_predict_layers is None:
         # The config was rebuilt from facts that leave the MTP layers out (no config.json
         # read): vLLM's error may be about a field we do not know, not one the model lacks.
-        return Finding(Status.UNKNOWN, f"{step}: hf_config_override on {facts.model_id} raises on a config "
-                       f"rebuilt without its MTP layer count ({res.detail}); the real config.json decides",
-                       key="spec:mtp_config")
+        return Finding(
+            Status.UNKNOWN,
+            f"{step}: hf_config_override on {facts.model_id} raises on a config "
+            f"rebuilt without its MTP layer count ({res.detail}); the real config.json decides",
+            key="spec:mtp_config",
+        )
     if res.status != "ok":
-        return Finding(Status.BLOCKED if res.status == "error" else Status.UNKNOWN,
-                       f"{step}: hf_config_override on {facts.model_id}: {res.detail}", res.detail,
-                       key=f"spec:hf_config_override:{facts.model_id}:{res.detail}")
+        return Finding(
+            Status.BLOCKED if res.status == "error" else Status.UNKNOWN,
+            f"{step}: hf_config_override on {facts.model_id}: {res.detail}",
+            res.detail,
+            key=f"spec:hf_config_override:{facts.model_id}:{res.detail}",
+        )
     if res.model_type not in k.mtp_types:
-        return Finding(Status.BLOCKED, f"{step}: hf_config_override leaves {facts.model_id} as model_type "
-                       f"{res.model_type!r}, not an MTP type in vLLM {k.version}",
-                       f"Unsupported speculative method: '{method}'",
-                       [k.raise_at("Unsupported speculative method")],
-                       key=f"spec:mtp_type:{facts.model_id}:{res.model_type}")
+        return Finding(
+            Status.BLOCKED,
+            f"{step}: hf_config_override leaves {facts.model_id} as model_type "
+            f"{res.model_type!r}, not an MTP type in vLLM {k.version}",
+            f"Unsupported speculative method: '{method}'",
+            [k.raise_at("Unsupported speculative method")],
+            key=f"spec:mtp_type:{facts.model_id}:{res.model_type}",
+        )
     archs = list(res.architectures)
-    how = (f"SpeculativeConfig.hf_config_override (vllm/config/speculative.py:{res.line}) rewrites "
-           f"{facts.model_type}/{facts.architectures[0]} -> {archs[0] if archs else '?'}")
+    how = (
+        f"SpeculativeConfig.hf_config_override (vllm/config/speculative.py:{res.line}) rewrites "
+        f"{facts.model_type}/{facts.architectures[0]} -> {archs[0] if archs else '?'}"
+    )
     return archs, how
 
 
-def _checkpoint_draft(k: Knowledge, models: Any, canonical: str, model: Any,
-                      step: str) -> tuple[list[str], str] | Finding:
+def _checkpoint_draft(
+    k: Knowledge, models: Any, canonical: str, model: Any, step: str
+) -> tuple[list[str], str] | Finding:
     dfacts = models.resolve(model) if isinstance(model, str) else None
     spec_cfg = (dfacts.config or {}) if dfacts is not None else {}
     if spec_cfg.get("speculators_model_type") and k.tree is not None:
@@ -185,11 +262,16 @@ def _checkpoint_draft(k: Knowledge, models: Any, canonical: str, model: Any,
         rew, line, why = speculators_rewrite(k.tree, spec_cfg)
         if rew is None:
             blocked = why.startswith(("ValueError", "speculators type"))
-            return Finding(Status.BLOCKED if blocked else Status.UNKNOWN,
-                           f"{step}: speculators checkpoint {model}: {why}", why,
-                           key=f"spec:speculators:{model}:{why}")
-        return rew, (f"speculators algorithm {spec_cfg['speculators_model_type']!r} "
-                     f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}")
+            return Finding(
+                Status.BLOCKED if blocked else Status.UNKNOWN,
+                f"{step}: speculators checkpoint {model}: {why}",
+                why,
+                key=f"spec:speculators:{model}:{why}",
+            )
+        return rew, (
+            f"speculators algorithm {spec_cfg['speculators_model_type']!r} "
+            f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}"
+        )
     if dfacts is None or dfacts.status != "resolved" or not dfacts.architectures:
         return [], ""
     archs = list(dfacts.architectures)
@@ -202,49 +284,97 @@ def _checkpoint_draft(k: Knowledge, models: Any, canonical: str, model: Any,
     return archs, how
 
 
-def _mapping(platform: str, facts: ModelFacts, method: str, draft_arch: str,
-             dcap: dict[str, Any] | None, inherits: bool, how: str) -> dict[str, Any]:
+def _mapping(
+    platform: str,
+    facts: ModelFacts,
+    method: str,
+    draft_arch: str,
+    dcap: dict[str, Any] | None,
+    inherits: bool,
+    how: str,
+) -> dict[str, Any]:
     return {
-        "platform": platform, "target_model_type": facts.model_type or "",
-        "target_arch": facts.architectures[0], "method": method, "draft_arch": draft_arch,
+        "platform": platform,
+        "target_model_type": facts.model_type or "",
+        "target_arch": facts.architectures[0],
+        "method": method,
+        "draft_arch": draft_arch,
         "draft_class": dcap["class_path"] if dcap else "",
         "draft_supports_pp": dcap["supports_pp"] if dcap else None,
-        "draft_inherits_pp": int(inherits), "status": "ok" if dcap else "unknown",
+        "draft_inherits_pp": int(inherits),
+        "status": "ok" if dcap else "unknown",
         "detail": f"{how} (model {facts.model_id})",
-        "file": dcap["file"] if dcap else "", "line": dcap["line"] if dcap else 0,
+        "file": dcap["file"] if dcap else "",
+        "line": dcap["line"] if dcap else 0,
     }
 
 
-def _draft_pp(k: Knowledge, platform: str, canonical: str, step: str, how: str, draft_archs: list[str],
-              model: Any, inherits: bool, pp: int, pc_ev: str) -> Finding:
+def _draft_pp(
+    k: Knowledge,
+    platform: str,
+    canonical: str,
+    step: str,
+    how: str,
+    draft_archs: list[str],
+    model: Any,
+    inherits: bool,
+    pp: int,
+    pc_ev: str,
+) -> Finding:
     """The draft's own PP check: it applies only when the draft inherits a PP size > 1."""
     key = f"draft_pp:{canonical}"
     if not inherits or pp <= 1:
         why = "PP 1" if pp <= 1 else f"draft PP forced to 1 ({pc_ev})"
-        return Finding(Status.OK, f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev], key=key)
+        return Finding(
+            Status.OK, f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev], key=key
+        )
     if draft_archs:
         dcap = k.caps.get((platform, draft_archs[0]))
         if dcap is None:
-            return Finding(Status.UNKNOWN, f"{step}: {how}; draft arch {draft_archs[0]} not registered in "
-                           f"vLLM {k.version}", key=f"{key}:{draft_archs[0]}")
+            return Finding(
+                Status.UNKNOWN,
+                f"{step}: {how}; draft arch {draft_archs[0]} not registered in vLLM {k.version}",
+                key=f"{key}:{draft_archs[0]}",
+            )
         if dcap["supports_pp"]:
-            return Finding(Status.OK, f"{step}: {how}; draft {dcap['class_path']} supports PP", "",
-                           [_cls_ev(dcap), pc_ev], key=key)
+            return Finding(
+                Status.OK,
+                f"{step}: {how}; draft {dcap['class_path']} supports PP",
+                "",
+                [_cls_ev(dcap), pc_ev],
+                key=key,
+            )
         return Finding(
-            Status.BLOCKED, f"{step}: {how}; draft class {dcap['class_path']} lacks PP support, and "
+            Status.BLOCKED,
+            f"{step}: {how}; draft class {dcap['class_path']} lacks PP support, and "
             f"create_draft_parallel_config copies pipeline_parallel_size={pp} from the target ({pc_ev}); "
-            "the draft's verify_with_parallel_config raises", PP_MSG,
-            [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")], key=key)
+            "the draft's verify_with_parallel_config raises",
+            PP_MSG,
+            [_cls_ev(dcap), pc_ev, k.raise_at("Pipeline parallelism is not supported")],
+            key=key,
+        )
     # Unknown draft checkpoint: decide only if every class the method can produce agrees.
     prefix = method_tables()["draft_class_prefix"].get(canonical)
     if prefix:
-        cands = [cp for (p, a), cp in k.caps.items() if p == platform and a.startswith(prefix)
-                 and "_SPECULATIVE_DECODING_MODELS" in (cp.get("category") or "")]
+        cands = [
+            cp
+            for (p, a), cp in k.caps.items()
+            if p == platform
+            and a.startswith(prefix)
+            and "_SPECULATIVE_DECODING_MODELS" in (cp.get("category") or "")
+        ]
         if cands and not any(cp["supports_pp"] for cp in cands):
             return Finding(
-                Status.BLOCKED, f"{step}: draft checkpoint {model!r} unresolved, but none of the "
+                Status.BLOCKED,
+                f"{step}: draft checkpoint {model!r} unresolved, but none of the "
                 f"{len(cands)} {prefix}* draft classes of vLLM {k.version} supports PP and the draft "
-                f"inherits pipeline_parallel_size={pp} ({pc_ev})", PP_MSG,
-                [pc_ev, k.raise_at("Pipeline parallelism is not supported")], key=key)
-    return Finding(Status.UNKNOWN, f"{step}: draft checkpoint {model!r} unresolved; its PP support decides",
-                   key=f"{key}:{model}")
+                f"inherits pipeline_parallel_size={pp} ({pc_ev})",
+                PP_MSG,
+                [pc_ev, k.raise_at("Pipeline parallelism is not supported")],
+                key=key,
+            )
+    return Finding(
+        Status.UNKNOWN,
+        f"{step}: draft checkpoint {model!r} unresolved; its PP support decides",
+        key=f"{key}:{model}",
+    )

@@ -73,9 +73,15 @@ def argv_rewrite_verified(k: Knowledge) -> bool:
 
 def _layout(args: ServeArgs) -> tuple[Any, ...]:
     """What the model checks read of an argv: everything but the node-position flags."""
-    return (args.model, tuple(args.positionals),
-            tuple((t.flag, t.subkey, t.value, t.negated) for t in args.tokens
-                  if t.flag not in NODE_POSITION_FLAGS))
+    return (
+        args.model,
+        tuple(args.positionals),
+        tuple(
+            (t.flag, t.subkey, t.value, t.negated)
+            for t in args.tokens
+            if t.flag not in NODE_POSITION_FLAGS
+        ),
+    )
 
 
 def _cls_ev(cap: dict[str, Any] | None) -> str:
@@ -85,8 +91,13 @@ def _cls_ev(cap: dict[str, Any] | None) -> str:
 class Judge:
     """Decides combinations at one release; caches per model and speculative config."""
 
-    def __init__(self, k: Knowledge, models: ModelResolver, recipe_moe: dict[str, bool] | None = None,
-                 shell: ShellVars | None = None) -> None:
+    def __init__(
+        self,
+        k: Knowledge,
+        models: ModelResolver,
+        recipe_moe: dict[str, bool] | None = None,
+        shell: ShellVars | None = None,
+    ) -> None:
         self.k = k
         self.models = models
         # Placeholders the recipes define ($HEAD_IP, ...): values the user's shell supplies.
@@ -104,13 +115,21 @@ class Judge:
     def judge(self, c: Combination) -> Outcome:
         out = Outcome(version=self.k.version)
         if c.omni:
-            out.add(Finding(Status.UNKNOWN, "served by vLLM-Omni (meta.tasks has omni), a separate package "
-                            "with its own flags; not checked against vLLM", key="omni"))
+            out.add(
+                Finding(
+                    Status.UNKNOWN,
+                    "served by vLLM-Omni (meta.tasks has omni), a separate package "
+                    "with its own flags; not checked against vLLM",
+                    key="omni",
+                )
+            )
             return out
         for p in c.problems:
             out.add(Finding(Status.UNKNOWN, f"recipe problem: {p}", key=f"recipe_problem:{p}"))
         facts = self.models.resolve(c.model_id)
-        by_layout: dict[tuple[Any, ...], list[Finding]] = {}  # model findings (unprefixed) per layout
+        by_layout: dict[
+            tuple[Any, ...], list[Finding]
+        ] = {}  # model findings (unprefixed) per layout
         for role, argv in c.argvs:
             args = _parse(argv)
             prefix = f"{role}: " if role else ""
@@ -131,10 +150,15 @@ class Judge:
         checked = self.arguments(argv)
         if checked is None:  # no argparse facts for this release, or a rewrite not verified
             if self.k.values and not argv_rewrite_verified(self.k):
-                out.append(note(f"{prefix}vLLM {self.k.version}'s argv rewrite "
-                                "(FlexibleArgumentParser.parse_args) is not one the argument replay is "
-                                "verified against; flag names are checked, and what the replay rejects "
-                                "is unknown", f"{prefix}argv_rewrite"))
+                out.append(
+                    note(
+                        f"{prefix}vLLM {self.k.version}'s argv rewrite "
+                        "(FlexibleArgumentParser.parse_args) is not one the argument replay is "
+                        "verified against; flag names are checked, and what the replay rejects "
+                        "is unknown",
+                        f"{prefix}argv_rewrite",
+                    )
+                )
                 out += [f.on_node(prefix) for f in self.unverified_arguments(argv)]
             out += self._flags(args, prefix)
         else:
@@ -158,8 +182,16 @@ class Judge:
             status = af.status
             if partial and af.key[:1] == ("unrecognized",):
                 status = Status.UNKNOWN  # the flag list of this release is incomplete
-            out.append(Finding(status, af.step, af.message, [e for e in af.evidence if e], Stage.ARGUMENT,
-                               key="arg:" + "|".join(af.key)))
+            out.append(
+                Finding(
+                    status,
+                    af.step,
+                    af.message,
+                    [e for e in af.evidence if e],
+                    Stage.ARGUMENT,
+                    key="arg:" + "|".join(af.key),
+                )
+            )
         self._arg_cache[key] = out
         return out
 
@@ -172,14 +204,31 @@ class Judge:
             return self._arg_cache[key]
         out = []
         for af in check_arguments(self.k, list(argv), self.shell).findings:
-            if af.key[:1] == ("unrecognized",) and af.key[1].strip() and all(
-                    x.startswith("-") for x in af.key[1].split(" ") if x):
+            if (
+                af.key[:1] == ("unrecognized",)
+                and af.key[1].strip()
+                and all(x.startswith("-") for x in af.key[1].split(" ") if x)
+            ):
                 continue  # options: _flags says which names the release lacks (a stray positional stays)
             blocked = af.status == Status.BLOCKED
-            step = (f"{af.step} (by the argument replay, not verified for vLLM {self.k.version}'s argv "
-                    "rewrite)") if blocked else af.step
-            out.append(Finding(Status.UNKNOWN if blocked else af.status, step, af.message,
-                               [e for e in af.evidence if e], Stage.ARGUMENT, key="arg:" + "|".join(af.key)))
+            step = (
+                (
+                    f"{af.step} (by the argument replay, not verified for vLLM {self.k.version}'s argv "
+                    "rewrite)"
+                )
+                if blocked
+                else af.step
+            )
+            out.append(
+                Finding(
+                    Status.UNKNOWN if blocked else af.status,
+                    step,
+                    af.message,
+                    [e for e in af.evidence if e],
+                    Stage.ARGUMENT,
+                    key="arg:" + "|".join(af.key),
+                )
+            )
         self._arg_cache[key] = out
         return out
 
@@ -188,36 +237,64 @@ class Judge:
         and values when the engine config is built (pydantic, extra forbidden)."""
         spec = args.speculative_config
         sp = self.k.serve_parser
-        if not isinstance(spec, dict) or sp is None or "SpeculativeConfig" not in sp.validator.schemas:
+        if (
+            not isinstance(spec, dict)
+            or sp is None
+            or "SpeculativeConfig" not in sp.validator.schemas
+        ):
             return []
         res = sp.validator.validate("SpeculativeConfig", spec)
         # Fields vLLM fills itself are not keys a user sets (research §5.1); method and model
         # are judged by the speculative checks.
-        errors = [e for e in res.errors if e.type == "unexpected_keyword_argument" or (
-            e.loc and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
-            and e.type != "missing_argument")]
+        errors = [
+            e
+            for e in res.errors
+            if e.type == "unexpected_keyword_argument"
+            or (
+                e.loc
+                and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
+                and e.type != "missing_argument"
+            )
+        ]
         if not errors:
             return []
         heads = "; ".join(f"{'.'.join(e.loc)}: {e.msg}" for e in errors)
-        return [Finding(Status.BLOCKED, f"{prefix}--speculative-config: SpeculativeConfig of vLLM "
-                        f"{self.k.version} rejects it ({heads})", format_errors("SpeculativeConfig", errors),
-                        res.evidence[:2],
-                        key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}")]
+        return [
+            Finding(
+                Status.BLOCKED,
+                f"{prefix}--speculative-config: SpeculativeConfig of vLLM "
+                f"{self.k.version} rejects it ({heads})",
+                format_errors("SpeculativeConfig", errors),
+                res.evidence[:2],
+                key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}",
+            )
+        ]
 
     def _flags(self, args: ServeArgs, prefix: str) -> list[Finding]:
         k = self.k
         if not k.flags:
-            return [Finding(Status.UNKNOWN, f"{prefix}CLI flags of vLLM {k.version} could not be extracted",
-                            key=f"{prefix}flags")]
+            return [
+                Finding(
+                    Status.UNKNOWN,
+                    f"{prefix}CLI flags of vLLM {k.version} could not be extracted",
+                    key=f"{prefix}flags",
+                )
+            ]
         out = []
         for t in args.tokens:
             found = self._flag(t, prefix)
             if found is not None:
                 out.append(found)
         if args.speculative_config_error:
-            out.append(Finding(Status.BLOCKED, f"{prefix}--speculative-config is not valid JSON: "
-                               f"{args.speculative_config_error}", args.speculative_config_error,
-                               key=f"{prefix}spec_json"))
+            out.append(
+                Finding(
+                    Status.BLOCKED,
+                    f"{prefix}--speculative-config is not valid JSON: "
+                    f"{args.speculative_config_error}",
+                    args.speculative_config_error,
+                    key=f"{prefix}spec_json",
+                )
+            )
         return out
 
     def _flag(self, t: Any, prefix: str) -> Finding | None:
@@ -227,37 +304,61 @@ class Judge:
         if row is None and t.negated and t.flag in k.flags:
             # `--no-x` exists only for boolean fields; our type extraction may be wrong.
             if k.flags[t.flag]["value_type"] not in ("bool", "bool_or_str"):
-                return Finding(Status.UNKNOWN, f"{prefix}{t.raw}: {t.flag} exists in vLLM {k.version} but "
-                               f"is not known to be boolean (type {k.flags[t.flag]['value_type']})",
-                               key=f"{prefix}flag_bool:{t.flag}")
+                return Finding(
+                    Status.UNKNOWN,
+                    f"{prefix}{t.raw}: {t.flag} exists in vLLM {k.version} but "
+                    f"is not known to be boolean (type {k.flags[t.flag]['value_type']})",
+                    key=f"{prefix}flag_bool:{t.flag}",
+                )
             row = k.flags[t.flag]
         if row is None and not t.negated and t.flag.startswith("--") and "=" not in t.flag:
             # argparse takes a unique prefix of a long option for it (allow_abbrev)
-            longer = sorted({r["canonical"] for f, r in k.flags.items() if f.startswith(t.flag)
-                             and r.get("kind") in ("long", "negated")})
+            longer = sorted(
+                {
+                    r["canonical"]
+                    for f, r in k.flags.items()
+                    if f.startswith(t.flag) and r.get("kind") in ("long", "negated")
+                }
+            )
             if len(longer) == 1:
                 row = k.flags[longer[0]]
             elif len(longer) > 1:
-                return Finding(Status.UNKNOWN, f"{prefix}{t.raw} abbreviates {', '.join(longer[:4])}"
-                               f"{' and more' if len(longer) > 4 else ''}: argparse says ambiguous option "
-                               f"where it may abbreviate (vLLM {k.version}'s argv rewrite is not verified)",
-                               key=f"{prefix}flag_prefix:{t.flag}")
+                return Finding(
+                    Status.UNKNOWN,
+                    f"{prefix}{t.raw} abbreviates {', '.join(longer[:4])}"
+                    f"{' and more' if len(longer) > 4 else ''}: argparse says ambiguous option "
+                    f"where it may abbreviate (vLLM {k.version}'s argv rewrite is not verified)",
+                    key=f"{prefix}flag_prefix:{t.flag}",
+                )
         if row is None and any(ch.isspace() for ch in t.raw):
             # One argv item holding a space: argparse takes it for a positional, not an option.
-            return Finding(Status.BLOCKED, f"{prefix}argument {t.raw!r} is a single argv item containing a "
-                           "space; argparse treats it as a positional, not an option (split it into two "
-                           "items)", f"vllm serve: error: unrecognized arguments: {t.raw}",
-                           key=f"{prefix}argv-space:{t.raw}")
+            return Finding(
+                Status.BLOCKED,
+                f"{prefix}argument {t.raw!r} is a single argv item containing a "
+                "space; argparse treats it as a positional, not an option (split it into two "
+                "items)",
+                f"vllm serve: error: unrecognized arguments: {t.raw}",
+                key=f"{prefix}argv-space:{t.raw}",
+            )
         if row is None:
-            return Finding(Status.BLOCKED, f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
-                           f"vllm serve: error: unrecognized arguments: {t.raw}", key=f"{prefix}flag:{t.flag}")
+            return Finding(
+                Status.BLOCKED,
+                f"{prefix}flag {t.raw} does not exist in vLLM {k.version}",
+                f"vllm serve: error: unrecognized arguments: {t.raw}",
+                key=f"{prefix}flag:{t.flag}",
+            )
         if t.subkey:
             keys = k.subkeys.get(row["canonical"])
             top = t.subkey.split(".")[0].rstrip("+")
             if keys and top not in keys:
-                return Finding(Status.BLOCKED, f"{prefix}{t.raw}: {top!r} is not a field of the config behind "
-                               f"{row['canonical']} in vLLM {k.version}", f"{top}: Extra inputs are not permitted",
-                               [f"{row['file']}:{row['line']}"], key=f"{prefix}subkey:{row['canonical']}.{top}")
+                return Finding(
+                    Status.BLOCKED,
+                    f"{prefix}{t.raw}: {top!r} is not a field of the config behind "
+                    f"{row['canonical']} in vLLM {k.version}",
+                    f"{top}: Extra inputs are not permitted",
+                    [f"{row['file']}:{row['line']}"],
+                    key=f"{prefix}subkey:{row['canonical']}.{top}",
+                )
         return None
 
     def _parsers(self, args: ServeArgs, prefix: str, tool: bool = True) -> list[Finding]:
@@ -269,25 +370,62 @@ class Judge:
         k, out = self.k, []
         checks = []
         if tool and not args.headless and args.tool_call_parser and args.enable_auto_tool_choice:
-            checks.append(("tool", args.tool_call_parser, "--tool-call-parser",
-                           f"invalid tool call parser: {args.tool_call_parser}"))
-        if args.reasoning_parser and args.reasoning_parser != "none" and self._looks_up_reasoning(args):
-            checks.append(("reasoning", args.reasoning_parser, "--reasoning-parser",
-                           f"invalid reasoning parser: {args.reasoning_parser}"))
-        plugins = {t.flag for t in args.tokens} & {"--tool-parser-plugin", "--reasoning-parser-plugin"}
+            checks.append(
+                (
+                    "tool",
+                    args.tool_call_parser,
+                    "--tool-call-parser",
+                    f"invalid tool call parser: {args.tool_call_parser}",
+                )
+            )
+        if (
+            args.reasoning_parser
+            and args.reasoning_parser != "none"
+            and self._looks_up_reasoning(args)
+        ):
+            checks.append(
+                (
+                    "reasoning",
+                    args.reasoning_parser,
+                    "--reasoning-parser",
+                    f"invalid reasoning parser: {args.reasoning_parser}",
+                )
+            )
+        plugins = {t.flag for t in args.tokens} & {
+            "--tool-parser-plugin",
+            "--reasoning-parser-plugin",
+        }
         for kind, name, flag, msg in checks:
-            names = k.parsers.get(kind) or set()  # defaultdict: .get gives None for a kind with no rows
+            names = (
+                k.parsers.get(kind) or set()
+            )  # defaultdict: .get gives None for a kind with no rows
             if name not in names and f"--{kind}-parser-plugin" in plugins:
-                out.append(Finding(Status.UNKNOWN, f"{prefix}{flag} {name} is not built into vLLM {k.version}; "
-                                   f"a --{kind}-parser-plugin may register it",
-                                   key=f"{prefix}parser_plugin:{kind}:{name}"))
+                out.append(
+                    Finding(
+                        Status.UNKNOWN,
+                        f"{prefix}{flag} {name} is not built into vLLM {k.version}; "
+                        f"a --{kind}-parser-plugin may register it",
+                        key=f"{prefix}parser_plugin:{kind}:{name}",
+                    )
+                )
             elif not names:
-                out.append(Finding(Status.UNKNOWN, f"{prefix}{kind} parsers of vLLM {k.version} unknown",
-                                   key=f"{prefix}parsers:{kind}"))
+                out.append(
+                    Finding(
+                        Status.UNKNOWN,
+                        f"{prefix}{kind} parsers of vLLM {k.version} unknown",
+                        key=f"{prefix}parsers:{kind}",
+                    )
+                )
             elif name not in names:
-                out.append(Finding(Status.BLOCKED, f"{prefix}{flag} {name} is not registered in vLLM "
-                                   f"{k.version} (a --{kind}-parser-plugin could add it)", msg,
-                                   key=f"{prefix}parser:{kind}:{name}"))
+                out.append(
+                    Finding(
+                        Status.BLOCKED,
+                        f"{prefix}{flag} {name} is not registered in vLLM "
+                        f"{k.version} (a --{kind}-parser-plugin could add it)",
+                        msg,
+                        key=f"{prefix}parser:{kind}:{name}",
+                    )
+                )
         return out
 
     def _looks_up_reasoning(self, args: ServeArgs) -> bool:
@@ -307,33 +445,55 @@ class Judge:
         if facts.status != "resolved" and facts.candidates:
             return self._over_candidates(c, args, facts)
         if facts.status != "resolved" or not facts.architectures:
-            return self._without_target(c, args, facts, f"model config of {c.model_id} unresolved") or [
-                Finding(Status.UNKNOWN, f"model config of {c.model_id} unresolved: {facts.reason}",
-                        key=f"model_config:{c.model_id}")]
+            return self._without_target(
+                c, args, facts, f"model config of {c.model_id} unresolved"
+            ) or [
+                Finding(
+                    Status.UNKNOWN,
+                    f"model config of {c.model_id} unresolved: {facts.reason}",
+                    key=f"model_config:{c.model_id}",
+                )
+            ]
         arch = facts.architectures[0]
         cap = k.caps.get((c.platform, arch))
         src = f"{facts.source}{' (inferred)' if facts.inferred else ''}"
         if cap is None:
-            missing = (f"{arch} ({c.model_id}, from {src}) is not in vLLM {k.version}'s registry; "
-                       "vLLM may fall back to the Transformers backend")
+            missing = (
+                f"{arch} ({c.model_id}, from {src}) is not in vLLM {k.version}'s registry; "
+                "vLLM may fall back to the Transformers backend"
+            )
             return self._without_target(c, args, facts, missing) or [
-                Finding(Status.UNKNOWN, missing, key=f"target_class:{c.model_id}:{arch}")]
+                Finding(Status.UNKNOWN, missing, key=f"target_class:{c.model_id}:{arch}")
+            ]
         out = self._target_pp(args, arch, cap)
         if facts.is_moe is None and c.recipe in self.recipe_moe:
             facts = replace(facts, is_moe=self.recipe_moe[c.recipe], inferred=True)
             src = f"{src}; expert count unknown, MoE-ness from the recipe's model.architecture"
         out += self._expert_parallel(c, args, facts, src)
-        draft = self._draft(c.platform, c.model_id, args, facts, cap) if args.speculative_config is not None \
+        draft = (
+            self._draft(c.platform, c.model_id, args, facts, cap)
+            if args.speculative_config is not None
             else DraftResolution([])
+        )
         out += draft.findings
         ctx = gates.context(k, args, facts, cap, draft.method, draft.draft_pp, draft.draft_cap)
         out += self._gates(ctx, cap)
-        if args.mm_encoder_tp_mode == "data" and cap.get("supports_multimodal") \
-                and not cap.get("supports_encoder_tp_data"):
-            out.append(Finding(Status.WARNING, f"{arch} does not support --mm-encoder-tp-mode data; vLLM "
-                               "falls back to weights", "This model does not support `--mm-encoder-tp-mode "
-                               "data`. Falling back to `--mm-encoder-tp-mode weights`.", [_cls_ev(cap)],
-                               key=f"mm_encoder_tp_data:{arch}"))
+        if (
+            args.mm_encoder_tp_mode == "data"
+            and cap.get("supports_multimodal")
+            and not cap.get("supports_encoder_tp_data")
+        ):
+            out.append(
+                Finding(
+                    Status.WARNING,
+                    f"{arch} does not support --mm-encoder-tp-mode data; vLLM "
+                    "falls back to weights",
+                    "This model does not support `--mm-encoder-tp-mode "
+                    "data`. Falling back to `--mm-encoder-tp-mode weights`.",
+                    [_cls_ev(cap)],
+                    key=f"mm_encoder_tp_data:{arch}",
+                )
+            )
         return out
 
     def _target_pp(self, args: ServeArgs, arch: str, cap: dict[str, Any]) -> list[Finding]:
@@ -341,40 +501,82 @@ class Judge:
         if pp <= 1:
             return []
         if cap["supports_pp"] is None:
-            return [Finding(Status.UNKNOWN, f"supports_pp of {arch} unknown at {k.version}",
-                            key=f"target_pp:{arch}")]
+            return [
+                Finding(
+                    Status.UNKNOWN,
+                    f"supports_pp of {arch} unknown at {k.version}",
+                    key=f"target_pp:{arch}",
+                )
+            ]
         if not cap["supports_pp"]:
-            return [Finding(Status.BLOCKED, f"--pipeline-parallel-size {pp}: target {arch} -> "
-                            f"{cap['class_path']} does not support PP in vLLM {k.version}", PP_MSG,
-                            [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")], key="target_pp")]
-        return [Finding(Status.OK, f"target {arch} -> {cap['class_path']} supports PP", key="target_pp")]
+            return [
+                Finding(
+                    Status.BLOCKED,
+                    f"--pipeline-parallel-size {pp}: target {arch} -> "
+                    f"{cap['class_path']} does not support PP in vLLM {k.version}",
+                    PP_MSG,
+                    [_cls_ev(cap), k.raise_at("Pipeline parallelism is not supported")],
+                    key="target_pp",
+                )
+            ]
+        return [
+            Finding(Status.OK, f"target {arch} -> {cap['class_path']} supports PP", key="target_pp")
+        ]
 
-    def _expert_parallel(self, c: Combination, args: ServeArgs, facts: ModelFacts, src: str) -> list[Finding]:
+    def _expert_parallel(
+        self, c: Combination, args: ServeArgs, facts: ModelFacts, src: str
+    ) -> list[Finding]:
         if not args.enable_expert_parallel:
             return []
         if facts.is_moe is None:
-            return [Finding(Status.UNKNOWN, f"--enable-expert-parallel: expert count of {c.model_id} unknown",
-                            key=f"ep_moe:{c.model_id}")]
+            return [
+                Finding(
+                    Status.UNKNOWN,
+                    f"--enable-expert-parallel: expert count of {c.model_id} unknown",
+                    key=f"ep_moe:{c.model_id}",
+                )
+            ]
         if not facts.is_moe:
-            return [Finding(Status.BLOCKED, f"--enable-expert-parallel on {c.model_id}, which has no "
-                            f"experts ({src})", EP_MSG, [self.k.raise_at("Number of experts in the model")],
-                            key="ep_moe")]
+            return [
+                Finding(
+                    Status.BLOCKED,
+                    f"--enable-expert-parallel on {c.model_id}, which has no experts ({src})",
+                    EP_MSG,
+                    [self.k.raise_at("Number of experts in the model")],
+                    key="ep_moe",
+                )
+            ]
         return []
 
-    def _draft(self, platform: str, model_id: str, args: ServeArgs, facts: ModelFacts,
-               cap: dict[str, Any]) -> DraftResolution:
+    def _draft(
+        self, platform: str, model_id: str, args: ServeArgs, facts: ModelFacts, cap: dict[str, Any]
+    ) -> DraftResolution:
         """The draft checks, once per (target, speculative config, PP); its v_draft row noted."""
         arch = facts.architectures[0] if facts.architectures else ""
-        key = (platform, model_id, arch, json.dumps(args.speculative_config, sort_keys=True),
-               args.pipeline_parallel_size)
+        key = (
+            platform,
+            model_id,
+            arch,
+            json.dumps(args.speculative_config, sort_keys=True),
+            args.pipeline_parallel_size,
+        )
         found = self._drafts.get(key)
         if found is None:
-            found = self._drafts[key] = resolve_draft(self.k, self.models, platform, args, facts,
-                                                      _target_config(facts))
+            found = self._drafts[key] = resolve_draft(
+                self.k, self.models, platform, args, facts, _target_config(facts)
+            )
             if found.mapping is not None:
                 m = found.mapping
-                self.drafts.setdefault((platform, m["target_model_type"], m["target_arch"], m["method"],
-                                        m["draft_arch"]), m)
+                self.drafts.setdefault(
+                    (
+                        platform,
+                        m["target_model_type"],
+                        m["target_arch"],
+                        m["method"],
+                        m["draft_arch"],
+                    ),
+                    m,
+                )
         return found
 
     def _gates(self, ctx: dict[str, Any], cap: dict[str, Any]) -> list[Finding]:
@@ -392,25 +594,42 @@ class Judge:
         when every candidate leads to the same verdict (status and vLLM message)."""
         results = []
         for cand in facts.candidates:
-            f = replace(facts, status="resolved", architectures=(cand,), inferred=True,
-                        source="vllm candidates", candidates=())
+            f = replace(
+                facts,
+                status="resolved",
+                architectures=(cand,),
+                inferred=True,
+                source="vllm candidates",
+                candidates=(),
+            )
             found = self._model(c, args, f)
             verdict = worst(x.status for x in found if not x.note)
-            msg = next((x.message for x in found if not x.note and x.status == verdict and x.message), "")
+            msg = next(
+                (x.message for x in found if not x.note and x.status == verdict and x.message), ""
+            )
             results.append((cand, verdict.value, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
             cand, verdict, _, found = results[0]
-            head = note(f"model config of {c.model_id} unresolved; vLLM lists it under {names}; every "
-                        f"candidate gives the same verdict ({verdict}), shown for {cand}",
-                        f"model_config:{c.model_id}")
+            head = note(
+                f"model config of {c.model_id} unresolved; vLLM lists it under {names}; every "
+                f"candidate gives the same verdict ({verdict}), shown for {cand}",
+                f"model_config:{c.model_id}",
+            )
             return [head, *found]
         split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
-        return [Finding(Status.UNKNOWN, f"model config of {c.model_id} unresolved; vLLM lists it under "
-                        f"{names} and they disagree ({split})", key=f"model_config:{c.model_id}")]
+        return [
+            Finding(
+                Status.UNKNOWN,
+                f"model config of {c.model_id} unresolved; vLLM lists it under "
+                f"{names} and they disagree ({split})",
+                key=f"model_config:{c.model_id}",
+            )
+        ]
 
-    def _without_target(self, c: Combination, args: ServeArgs, facts: ModelFacts,
-                        missing: str) -> list[Finding] | None:
+    def _without_target(
+        self, c: Combination, args: ServeArgs, facts: ModelFacts, missing: str
+    ) -> list[Finding] | None:
         """The target's config (or its class) is unknown: decide anyway when no value of it can
         change the verdict. `missing` says what is unknown.
 
@@ -424,7 +643,9 @@ class Judge:
         """
         spec = args.speculative_config
         method = spec.get("method") if isinstance(spec, dict) else None
-        if not isinstance(spec, dict) or (isinstance(method, str) and self.k.methods.get(method) in TARGET_DRAFTED):
+        if not isinstance(spec, dict) or (
+            isinstance(method, str) and self.k.methods.get(method) in TARGET_DRAFTED
+        ):
             return None
         placeholder = replace(facts, architectures=(), model_type=None, config=None)
         draft = self._draft(c.platform, c.model_id, args, placeholder, {})
@@ -440,8 +661,11 @@ class Judge:
             earlier.add(EP_MSG)
         if earlier - {blocking.message}:
             return None
-        head = note(f"{missing}; not needed: the draft check below reads nothing of the target and "
-                    "blocks, whatever the target is", f"model_config:{c.model_id}")
+        head = note(
+            f"{missing}; not needed: the draft check below reads nothing of the target and "
+            "blocks, whatever the target is",
+            f"model_config:{c.model_id}",
+        )
         return [head, *draft.findings]
 
 
@@ -449,7 +673,10 @@ def _target_config(facts: ModelFacts) -> dict[str, Any]:
     """The target's config.json as vLLM would read it (rebuilt from the facts when not read)."""
     if facts.config:
         return dict(facts.config)
-    cfg: dict[str, Any] = {"model_type": facts.model_type or "", "architectures": list(facts.architectures)}
+    cfg: dict[str, Any] = {
+        "model_type": facts.model_type or "",
+        "architectures": list(facts.architectures),
+    }
     if facts.num_nextn_predict_layers is not None:
         cfg["num_nextn_predict_layers"] = facts.num_nextn_predict_layers
     if facts.text_model_type:

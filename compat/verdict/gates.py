@@ -147,7 +147,9 @@ def context(
     return ctx
 
 
-def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any) -> str | None:
+def choose_runner(
+    k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], args: Any
+) -> str | None:
     """'v0' / 'v1' / 'v2': the engine and model runner this release starts, or None (undecided).
 
     Read from the release (`runner_default`, compat.vllm.facts.runner_default): V0 by default;
@@ -166,14 +168,21 @@ def choose_runner(k: Any, ctx: dict[str, Any], facts: Any, cap: dict[str, Any], 
             candidate = None if facts.is_moe is None else not facts.is_moe
         if candidate and rd.get("requires_unquantized"):
             quant = bool(args.quantization) or bool((facts.config or {}).get("quantization_config"))
-            candidate = False if quant else (None if facts.config is None and not args.quantization else True)
+            candidate = (
+                False
+                if quant
+                else (None if facts.config is None and not args.quantization else True)
+            )
     else:
         return None
     if candidate is False:
         return "v1"
     verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
-    hits = [rule_applies(r, ctx, list(rules()), verified) for r in rules()
-            if r.group == "v2_unsupported" and r.id in verified]
+    hits = [
+        rule_applies(r, ctx, list(rules()), verified)
+        for r in rules()
+        if r.group == "v2_unsupported" and r.id in verified
+    ]
     if any(h is True for h in hits):
         return "v1"
     if candidate is None or any(h is None for h in hits):
@@ -224,7 +233,9 @@ def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[Status, GateRule, dict[str,
             continue
         hit = rule_applies(r, ctx, every, verified)
         if hit is True:
-            out.append((Status.BLOCKED if r.effect in _BLOCKING else Status.WARNING, r, k.gates[r.id], []))
+            out.append(
+                (Status.BLOCKED if r.effect in _BLOCKING else Status.WARNING, r, k.gates[r.id], [])
+            )
         elif hit is None:
             out.append((Status.UNKNOWN, r, k.gates[r.id], undecided(r, ctx, every, verified)))
     return out
@@ -238,10 +249,26 @@ def findings(k: Any, ctx: dict[str, Any], cap: dict[str, Any]) -> list[Finding]:
         evidence = [f"{row['file']}:{row['line']}" if row.get("file") else ""]
         stage = Stage.STARTUP if rule.effect == "startup_error" else Stage.CONFIG
         if status == Status.UNKNOWN:
-            out.append(Finding(status, f"gate {rule.id} ({rule.effect}) may apply, undecided: "
-                               f"{', '.join(open_conditions) or 'a condition'} ({what})", "", evidence,
-                               stage, key=f"gate:{rule.id}"))
+            out.append(
+                Finding(
+                    status,
+                    f"gate {rule.id} ({rule.effect}) may apply, undecided: "
+                    f"{', '.join(open_conditions) or 'a condition'} ({what})",
+                    "",
+                    evidence,
+                    stage,
+                    key=f"gate:{rule.id}",
+                )
+            )
         else:
-            out.append(Finding(status, f"gate {rule.id} ({rule.effect}): {what}", message(rule, ctx, cap),
-                               evidence, stage, key=f"gate:{rule.id}"))
+            out.append(
+                Finding(
+                    status,
+                    f"gate {rule.id} ({rule.effect}): {what}",
+                    message(rule, ctx, cap),
+                    evidence,
+                    stage,
+                    key=f"gate:{rule.id}",
+                )
+            )
     return out

@@ -59,7 +59,9 @@ FLAGS = (
 class Rules:
     """How this release's predicates are shaped; None entries mean unknown."""
 
-    pp_rule: str | None  # "nominal+protocol" (0.33) | "protocol" (<=0.24) | "list" (0.6) | "none" (0.4)
+    pp_rule: (
+        str | None
+    )  # "nominal+protocol" (0.33) | "protocol" (<=0.24) | "list" (0.6) | "none" (0.4)
     attr_flags: dict[str, str | None]
     protocol_flags: dict[str, str | None]
     vllm_model_check: bool
@@ -82,9 +84,13 @@ def _config_pp_rule(tree: VllmTree) -> tuple[str | None, frozenset[str], tuple[s
         return None, frozenset(), ("", 0)
     text = tree.read(rel) or ""
     for st in mod.body:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-                and st.targets[0].id == "_PP_SUPPORTED_MODELS" and \
-                "Pipeline parallelism is only supported for the following" in text:
+        if (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+            and st.targets[0].id == "_PP_SUPPORTED_MODELS"
+            and "Pipeline parallelism is only supported for the following" in text
+        ):
             try:
                 archs = frozenset(str(a) for a in ast.literal_eval(st.value))
             except (ValueError, SyntaxError, TypeError):
@@ -320,9 +326,12 @@ class CapabilityAnalyzer:
         elif r.pp_rule in ("list", "none"):
             where = f"{r.pp_where[0]}:{r.pp_where[1]}"
             flags["supports_pp"] = entry.arch in r.pp_archs
-            ev["supports_pp"] = (f"[{r.pp_rule} rule] {entry.arch} {'in' if flags['supports_pp'] else 'not in'} "
-                                 f"_PP_SUPPORTED_MODELS ({where})" if r.pp_rule == "list" else
-                                 f"[none rule] ParallelConfig refuses any PP size > 1 ({where})")
+            ev["supports_pp"] = (
+                f"[{r.pp_rule} rule] {entry.arch} {'in' if flags['supports_pp'] else 'not in'} "
+                f"_PP_SUPPORTED_MODELS ({where})"
+                if r.pp_rule == "list"
+                else f"[none rule] ParallelConfig refuses any PP size > 1 ({where})"
+            )
         else:
             nominal = any(
                 isinstance(c, ClassRef) and c.name == "SupportsPP" and c.module == _IF_MOD

@@ -213,8 +213,17 @@ class _Schema:
                     elif kind == "model_validator":
                         out.setdefault("", []).append({**entry, "kind": "opaque"})
         # The nearest `__post_init__` of the MRO, which pydantic runs after the fields.
-        owner = next((c for c in self.r.mro(cls) if any(
-            isinstance(st, ast.FunctionDef) and st.name == "__post_init__" for st in c.node.body)), None)
+        owner = next(
+            (
+                c
+                for c in self.r.mro(cls)
+                if any(
+                    isinstance(st, ast.FunctionDef) and st.name == "__post_init__"
+                    for st in c.node.body
+                )
+            ),
+            None,
+        )
         if owner is not None:
             out.setdefault("", []).extend(post_init_checks(self.r, owner))
         return out
@@ -370,8 +379,11 @@ def _passes_through(fn: ast.FunctionDef) -> bool:
     param = fn.args.args[0].arg
     returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
     calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call)]
-    return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == param for r in returns) \
+    return (
+        bool(returns)
+        and all(isinstance(r.value, ast.Name) and r.value.id == param for r in returns)
         and not calls
+    )
 
 
 def _extra_in(fn: ast.FunctionDef) -> str | None:

@@ -661,8 +661,13 @@ def reasoning_parser_lookups(tree: VllmTree) -> dict:
 
     found: dict[str, list[str]] = {"config": [], "engine_core": []}
     for rel in tree.py_files("vllm"):
-        where = "config" if rel.startswith(("vllm/config/", "vllm/engine/")) else \
-            "engine_core" if rel.startswith("vllm/v1/") else None
+        where = (
+            "config"
+            if rel.startswith(("vllm/config/", "vllm/engine/"))
+            else "engine_core"
+            if rel.startswith("vllm/v1/")
+            else None
+        )
         if where is None:
             continue
         text = tree.read(rel) or ""
@@ -695,7 +700,9 @@ def _engine_default(tree: VllmTree) -> tuple[dict, str, int]:
     import re
 
     envs = tree.read("vllm/envs.py") or ""
-    m = re.search(r'"VLLM_USE_V1":\s*lambda:\s*bool\(int\(os\.getenv\("VLLM_USE_V1",\s*"([01])"\)\)\)', envs)
+    m = re.search(
+        r'"VLLM_USE_V1":\s*lambda:\s*bool\(int\(os\.getenv\("VLLM_USE_V1",\s*"([01])"\)\)\)', envs
+    )
     has_v0 = tree.exists("vllm/worker/model_runner.py")
     has_v1 = tree.exists("vllm/v1/worker/gpu_model_runner.py")
     line = envs.count("\n", 0, m.start()) + 1 if m else 0
@@ -705,8 +712,11 @@ def _engine_default(tree: VllmTree) -> tuple[dict, str, int]:
         args = tree.read("vllm/engine/arg_utils.py") or ""
         i = args.find("def _is_v1_supported_oracle")
         oracle_line = args.count("\n", 0, i) + 1 if i >= 0 else 0
-        return {"mode": "v1_or_v0", "oracle": "vllm/engine/arg_utils.py" if i >= 0 else ""}, \
-            "vllm/engine/arg_utils.py" if i >= 0 else "vllm/envs.py", oracle_line or line
+        return (
+            {"mode": "v1_or_v0", "oracle": "vllm/engine/arg_utils.py" if i >= 0 else ""},
+            "vllm/engine/arg_utils.py" if i >= 0 else "vllm/envs.py",
+            oracle_line or line,
+        )
     if not has_v0 and has_v1:
         v2 = re.search(r'os\.getenv\(\s*"VLLM_USE_V2_MODEL_RUNNER",\s*"([01])"\s*\)', envs)
         if v2 and v2.group(1) == "1":  # a V2 runner on by default, without use_v2_model_runner
@@ -725,9 +735,14 @@ def _v2_runner_default(tree: VllmTree) -> dict | None:
         return None
     archs = None
     for st in mod.body:
-        if (isinstance(st, _ast.Assign) and isinstance(st.targets[0], _ast.Name)
-                and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"):
-            node = st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
+        if (
+            isinstance(st, _ast.Assign)
+            and isinstance(st.targets[0], _ast.Name)
+            and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
+        ):
+            node = (
+                st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
+            )
             try:
                 archs = sorted(_ast.literal_eval(node))
             except (ValueError, SyntaxError, TypeError):
@@ -742,12 +757,20 @@ def _v2_runner_default(tree: VllmTree) -> dict | None:
             value: dict = {"mode": "unknown"}
             if "_is_default_v2_model_runner_model()" in src:
                 if archs and default_src:
-                    value = {"mode": "restricted", "archs": archs,
-                             "requires_dense": "not model_config.is_moe" in default_src,
-                             "requires_unquantized": "is_quantized" in default_src}
+                    value = {
+                        "mode": "restricted",
+                        "archs": archs,
+                        "requires_dense": "not model_config.is_moe" in default_src,
+                        "requires_unquantized": "is_quantized" in default_src,
+                    }
             elif "_get_v2_model_runner_unsupported_features()" in src:
                 value = {"mode": "v2"}
-            return {"key": "runner_default", "value": json.dumps(value), "file": rel, "line": node.lineno}
+            return {
+                "key": "runner_default",
+                "value": json.dumps(value),
+                "file": rel,
+                "line": node.lineno,
+            }
     return None
 
 

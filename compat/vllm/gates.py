@@ -511,15 +511,24 @@ def _eval(
     return _and(results)
 
 
-def undecided(rule: GateRule, ctx: dict[str, Any], rules: list[GateRule] | None = None,
-              verified: set[str] | None = None) -> list[str]:
+def undecided(
+    rule: GateRule,
+    ctx: dict[str, Any],
+    rules: list[GateRule] | None = None,
+    verified: set[str] | None = None,
+) -> list[str]:
     """The conditions of `rule` that `ctx` leaves undecided ('model_runner', 'target.is_moe',
     'expr: tp % dcp != 0', ...), named as data/gates.yaml writes them."""
     return list(dict.fromkeys(_undecided(rule.applies_when, ctx, rules or [], verified, rule.id)))
 
 
-def _undecided(cond: dict[str, Any], ctx: dict[str, Any], rules: list[GateRule],
-               verified: set[str] | None, self_id: str | None) -> list[str]:
+def _undecided(
+    cond: dict[str, Any],
+    ctx: dict[str, Any],
+    rules: list[GateRule],
+    verified: set[str] | None,
+    self_id: str | None,
+) -> list[str]:
     out: list[str] = []
     for key, want in cond.items():
         if key in _NUMERIC or key in _BOOLEAN or key in _STRING:
@@ -527,14 +536,22 @@ def _undecided(cond: dict[str, Any], ctx: dict[str, Any], rules: list[GateRule],
                 out.append(key)
         elif key in _CAPS:
             caps = ctx.get(key)
-            out += [f"{key}.{cap}" for cap in want if not isinstance(caps, dict) or caps.get(cap) is None]
+            out += [
+                f"{key}.{cap}"
+                for cap in want
+                if not isinstance(caps, dict) or caps.get(cap) is None
+            ]
         elif key == "expr":
             if eval_expr(want, ctx) is None:
                 out.append(f"expr: {want}")
         elif key == "group_hit":
             for r in rules:
-                if r.group == want and r.id != self_id and (verified is None or r.id in verified) \
-                        and _eval(r.applies_when, ctx, rules, verified, r.id) is None:
+                if (
+                    r.group == want
+                    and r.id != self_id
+                    and (verified is None or r.id in verified)
+                    and _eval(r.applies_when, ctx, rules, verified, r.id) is None
+                ):
                     out += _undecided(r.applies_when, ctx, rules, verified, r.id)
         elif key == "any_of":
             for c in want:

@@ -34,8 +34,14 @@ class Undecided(Exception):
 
 def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     """The checks of the class's own `__post_init__` (see the module doc), in source order."""
-    fn = next((st for st in cls.node.body if isinstance(st, ast.FunctionDef) and st.name == "__post_init__"),
-              None)
+    fn = next(
+        (
+            st
+            for st in cls.node.body
+            if isinstance(st, ast.FunctionDef) and st.name == "__post_init__"
+        ),
+        None,
+    )
     if fn is None:
         return []
     aliases = _literal_aliases(r, cls.file)
@@ -49,14 +55,32 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
             if guard is not None and node is guard[1] and not (_self_reads(guard[0]) & assigned):
                 cond = guard[0]
             reads = sorted(_self_reads(cond if cond is not None else st))
-            used = {n.args[0].id for n in ast.walk(st) if isinstance(n, ast.Call) and n.args
-                    and isinstance(n.args[0], ast.Name) and n.args[0].id in aliases}
-            message = ast.unparse(node.exc.args[0]) if isinstance(node.exc, ast.Call) and node.exc.args else ""
+            used = {
+                n.args[0].id
+                for n in ast.walk(st)
+                if isinstance(n, ast.Call)
+                and n.args
+                and isinstance(n.args[0], ast.Name)
+                and n.args[0].id in aliases
+            }
+            message = (
+                ast.unparse(node.exc.args[0])
+                if isinstance(node.exc, ast.Call) and node.exc.args
+                else ""
+            )
             exception = ast.unparse(node.exc.func) if isinstance(node.exc, ast.Call) else ""
-            check = {"kind": "post_init", "mode": "after", "func": "__post_init__",
-                     "cond": ast.unparse(cond) if cond is not None else None, "message": message,
-                     "exception": exception, "reads": reads,
-                     "aliases": {a: aliases[a] for a in sorted(used)}, "file": cls.file, "line": node.lineno}
+            check = {
+                "kind": "post_init",
+                "mode": "after",
+                "func": "__post_init__",
+                "cond": ast.unparse(cond) if cond is not None else None,
+                "message": message,
+                "exception": exception,
+                "reads": reads,
+                "aliases": {a: aliases[a] for a in sorted(used)},
+                "file": cls.file,
+                "line": node.lineno,
+            }
             if check["cond"] and "is_torch_equal_or_newer(" in check["cond"]:
                 check["torch"] = _release_torch(r)
             out.append(check)
@@ -75,9 +99,19 @@ def _release_torch(r: SymbolResolver) -> str | None:
 
 def _guard(st: ast.stmt) -> tuple[ast.expr, ast.Raise] | None:
     """(condition, raise) of `if COND: raise` and of `for x in self.f: if COND(x): raise`."""
-    if isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Raise):
+    if (
+        isinstance(st, ast.If)
+        and not st.orelse
+        and len(st.body) == 1
+        and isinstance(st.body[0], ast.Raise)
+    ):
         return st.test, st.body[0]
-    if isinstance(st, ast.For) and not st.orelse and len(st.body) == 1 and isinstance(st.target, ast.Name):
+    if (
+        isinstance(st, ast.For)
+        and not st.orelse
+        and len(st.body) == 1
+        and isinstance(st.target, ast.Name)
+    ):
         inner = _guard(st.body[0])
         if inner is not None:
             gen = ast.GeneratorExp(inner[0], [ast.comprehension(st.target, st.iter, [], 0)])
@@ -88,13 +122,25 @@ def _guard(st: ast.stmt) -> tuple[ast.expr, ast.Raise] | None:
 def _self_reads(node: ast.AST | None) -> set[str]:
     if node is None:
         return set()
-    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-            and n.value.id == "self" and isinstance(n.ctx, ast.Load)}
+    return {
+        n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+        and isinstance(n.ctx, ast.Load)
+    }
 
 
 def _self_assigns(node: ast.AST) -> set[str]:
-    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-            and n.value.id == "self" and isinstance(n.ctx, ast.Store)}
+    return {
+        n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+        and isinstance(n.ctx, ast.Store)
+    }
 
 
 def _literal_aliases(r: SymbolResolver, rel: str) -> dict[str, list[Any]]:
@@ -103,8 +149,13 @@ def _literal_aliases(r: SymbolResolver, rel: str) -> dict[str, list[Any]]:
     mod = r.tree.parse(rel)
     if mod is None:
         return out
-    names = {st.targets[0].id for st in mod.body if isinstance(st, ast.Assign) and len(st.targets) == 1
-             and isinstance(st.targets[0], ast.Name)}
+    names = {
+        st.targets[0].id
+        for st in mod.body
+        if isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Name)
+    }
     for st in mod.body:
         if isinstance(st, ast.ImportFrom):
             names |= {a.asname or a.name for a in st.names}
@@ -144,18 +195,34 @@ def _literal_values(r: SymbolResolver, rel: str, name: str, depth: int = 0) -> l
 
 
 def _tail(node: ast.expr) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return (
+        node.attr
+        if isinstance(node, ast.Attribute)
+        else node.id
+        if isinstance(node, ast.Name)
+        else ""
+    )
 
 
 # --------------------------------------------------------------------------- judging
 
-_CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b,
-        ast.IsNot: lambda a, b: a is not b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-        ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
-        ast.GtE: lambda a, b: a >= b}
+_CMP = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 
 
-def evaluate(check: dict[str, Any], fields: dict[str, Any], torch: str | None = None) -> bool | None:
+def evaluate(
+    check: dict[str, Any], fields: dict[str, Any], torch: str | None = None
+) -> bool | None:
     """Does the check's condition hold for these field values? None: undecided."""
     if not check.get("cond"):
         return None
@@ -167,7 +234,9 @@ def evaluate(check: dict[str, Any], fields: dict[str, Any], torch: str | None = 
 
 
 class _Env:
-    def __init__(self, fields: dict[str, Any], aliases: dict[str, list[Any]], torch: str | None) -> None:
+    def __init__(
+        self, fields: dict[str, Any], aliases: dict[str, list[Any]], torch: str | None
+    ) -> None:
         self.fields, self.aliases, self.torch = fields, aliases, torch
         self.local: dict[str, Any] = {}
 

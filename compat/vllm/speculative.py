@@ -192,7 +192,11 @@ def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
             else:
                 src = ast.unparse(create)
                 ep = "target_if_moe" if "is_moe" in src else "unknown"
-            if isinstance(v, ast.Attribute) and v.attr == "pipeline_parallel_size" or isinstance(v, ast.Constant):
+            if (
+                isinstance(v, ast.Attribute)
+                and v.attr == "pipeline_parallel_size"
+                or isinstance(v, ast.Constant)
+            ):
                 line = v.lineno
     target_pc: dict[str, int] = {}
     no_draft: dict[str, int] = {}
