@@ -19,7 +19,8 @@ BASE_FLAGS = ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-para
               "--master-addr", "--headless", "--data-parallel-size-local", "--data-parallel-address",
               "--data-parallel-rpc-port", "--data-parallel-start-rank", "--max-model-len",
               "--tool-call-parser", "--enable-auto-tool-choice", "--reasoning-parser",
-              "--tool-parser-plugin", "--kv-transfer-config", "--trust-remote-code")
+              "--tool-parser-plugin", "--kv-transfer-config", "--trust-remote-code", "--enable-lora",
+              "--enable-eplb")
 
 
 def cap(arch: str, *, pp: bool = True, spec: bool = False) -> dict[str, Any]:

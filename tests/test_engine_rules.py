@@ -125,7 +125,7 @@ EAGLE3_NOPP_TARGET = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", 
 
 
 def _with(k, *, runner: str | None = None, gates: tuple[str, ...] = (), lookups: dict | None = None,
-          eagle3_target: bool | None = None):
+          eagle3_target: bool | None = None, cap: dict | None = None):
     """A release with the runner it starts, verified gates, and where it looks reasoning parsers up."""
     if runner is not None:
         k.release_facts["runner_default"] = {"mode": runner}
@@ -134,8 +134,10 @@ def _with(k, *, runner: str | None = None, gates: tuple[str, ...] = (), lookups:
     if lookups is not None:
         k.release_facts["reasoning_parser_lookups"] = lookups
     if eagle3_target is not None:
-        for (_p, _a), cap in k.caps.items():
-            cap["supports_eagle3"] = int(eagle3_target)
+        for (_p, _a), row in k.caps.items():
+            row["supports_eagle3"] = int(eagle3_target)
+    for (_p, _a), row in k.caps.items():
+        row.update(cap or {})
     return k
 
 
@@ -163,6 +165,17 @@ MECHANISMS = [
     ("headless data-parallel node runs an engine core", dict(lookups={"config": [], "engine_core": ["x.py:1"]}),
      ("--headless", "--data-parallel-size", "2", "--reasoning-parser", "nope"), "blocked",
      "parser:reasoning:nope"),
+    # the class decides, as vLLM tests it: SupportsLoRA, MixtureOfExperts in the MRO
+    ("--enable-lora on a class without SupportsLoRA", dict(runner="v1", gates=("lora-needs-supports-lora",),
+                                                          cap={"supports_lora": 0}),
+     ("--enable-lora",), "blocked", "gate:lora-needs-supports-lora"),
+    ("--enable-lora on a SupportsLoRA class", dict(runner="v1", gates=("lora-needs-supports-lora",),
+                                                  cap={"supports_lora": 1}), ("--enable-lora",), "ok", None),
+    ("--enable-eplb on a class that is not MoE", dict(runner="v1", gates=("eplb-needs-moe-class",),
+                                                     cap={"is_moe": 0}),
+     ("--enable-eplb",), "blocked", "gate:eplb-needs-moe-class"),
+    ("--enable-eplb on a MoE class", dict(runner="v1", gates=("eplb-needs-moe-class",), cap={"is_moe": 1}),
+     ("--enable-eplb",), "ok", None),
     # an unverified argv rewrite: argparse's unique prefixes, ambiguous ones unknown
     ("a unique abbreviation is the option", {}, ("--tensor-par", "8"), "ok", None),
     ("an ambiguous abbreviation is unknown", {}, ("--data-parallel", "2"), "unknown", None),

@@ -108,6 +108,8 @@ def context(
         "elastic_ep": "--enable-elastic-ep" in flags,
         "adaptive_verification": bool(spec.get("enable_adaptive_verification", False)),
         "model_runner_forced": False,  # recipes' env is not modelled; VLLM_USE_V2_MODEL_RUNNER unset
+        "lora": "--enable-lora" in flags,
+        "eplb": "--enable-eplb" in flags,
         "spec_method": spec_method,
         "draft_tp": spec.get("draft_tensor_parallel_size"),
         "kv_connector": kv.get("kv_connector"),
@@ -126,6 +128,8 @@ def context(
             "use_mla": facts.use_mla,
             "aux_hidden_states_over_pp": aux_over_pp(k, cap),
             "attention_returns_lse": returns_lse(k, facts),
+            "supports_lora": cap.get("supports_lora"),
+            "is_moe_class": cap.get("is_moe"),
         },
         "installed": installed(k),
     }

@@ -63,7 +63,8 @@ Booleans:
 * ``ep`` (``--enable-expert-parallel``), ``dp_external`` (``--data-parallel-external-lb``
   or ``--data-parallel-rank`` given), ``async_scheduling`` (``--async-scheduling``
   explicitly on), ``elastic_ep``, ``adaptive_verification``,
-  ``model_runner_forced`` (``VLLM_USE_V2_MODEL_RUNNER`` set explicitly).
+  ``model_runner_forced`` (``VLLM_USE_V2_MODEL_RUNNER`` set explicitly), ``lora``
+  (``--enable-lora``), ``eplb`` (``--enable-eplb``).
 
 Strings (a scalar means equality, a list means one of, ``{not_in: [...]}`` means
 none of, ``null`` means "not set"):
@@ -80,7 +81,9 @@ Capabilities (mapping of capability -> required bool):
   ``use_mla``, ``aux_hidden_states_over_pp`` (inner decoder sets
   ``supports_aux_hidden_states_over_pp = True``, see `extract_aux_over_pp_classes`),
   ``attention_returns_lse`` (the selected attention impl sets
-  ``can_return_lse_for_decode``, see `extract_lse_impls`).
+  ``can_return_lse_for_decode``, see `extract_lse_impls`), ``supports_lora`` and
+  ``is_moe_class`` (the class: SupportsLoRA, MixtureOfExperts in its MRO; ``is_moe`` is the
+  HF config's expert count).
 * ``draft``: the same keys for the draft architecture (``supports_pp``, ``is_moe``).
 * ``installed``: optional packages, ``{arctic_inference: false}``.
 
@@ -396,6 +399,8 @@ _BOOLEAN = (
     "elastic_ep",
     "adaptive_verification",
     "model_runner_forced",
+    "lora",
+    "eplb",
 )
 _STRING = (
     "spec_method",
