@@ -129,18 +129,68 @@ def make_gpuless_cuda_platform():
     return GpulessCudaPlatform
 
 
-def force_platform(name: str) -> None:
-    """Install a platform instance before anything resolves current_platform."""
-    import vllm.platforms as platforms
-
+def _platform_instance(name: str):
     if name == "cuda":
-        platforms._current_platform = make_gpuless_cuda_platform()()
-    elif name == "cpu":
+        return make_gpuless_cuda_platform()()
+    if name == "cpu":
         from vllm.platforms.cpu import CpuPlatform
 
-        platforms._current_platform = CpuPlatform()
-    else:
+        return CpuPlatform()
+    raise SystemExit(f"unknown platform to force: {name}")
+
+
+def _platforms_resolve_lazily() -> bool:
+    """Whether this vLLM's `vllm.platforms` resolves `current_platform` on first access (a
+    module `__getattr__` filling `_current_platform`, 0.7 on) rather than while the module
+    executes (0.6). Read from the installed source, without importing vllm."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    path = os.path.join(os.path.dirname(spec.origin), "platforms", "__init__.py")
+    with open(path, encoding="utf-8") as fh:
+        return "_current_platform" in fh.read()
+
+
+class _ReplaceEagerPlatform:
+    """A meta-path finder for `vllm.platforms` whose loader, once the module has executed (and
+    resolved its own `current_platform`), replaces that by the forced platform, before any
+    other module can `from vllm.platforms import current_platform`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "vllm.platforms":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None:
+            return None
+        real_exec = spec.loader.exec_module
+        name = self.name
+
+        def exec_module(module):
+            real_exec(module)
+            module.resolved_platform_before_forcing = type(module.current_platform).__name__
+            module.current_platform = _platform_instance(name)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def force_platform(name: str) -> None:
+    """Install a platform instance before anything resolves current_platform."""
+    if name not in ("cuda", "cpu"):
         raise SystemExit(f"unknown platform to force: {name}")
+    if _platforms_resolve_lazily():
+        import vllm.platforms as platforms
+
+        platforms._current_platform = _platform_instance(name)
+    else:
+        if "vllm.platforms" in sys.modules:
+            raise SystemExit("vllm.platforms was imported before the platform could be forced")
+        sys.meta_path.insert(0, _ReplaceEagerPlatform(name))
 
 
 def describe_platform(p, forced: bool) -> dict:
