@@ -41,7 +41,8 @@ Output `<out>/serve-args-<vllm version>.json.gz` (compact JSON, gzipped without 
 values], ...]}` (`argv` as synthesized, before expansion; `values`: every parsed value that differs
 from its default, as JSON, a config object as `<ClassName>`; empty when parsing failed).
 Progress is checkpointed (one JSON line per argv) so an interrupted run resumes.
-Messages are made machine-independent: the venv prefix becomes `<venv>`, the
+Messages are made machine-independent: a path inside the venv's site-packages becomes the
+package-relative path (`vllm/...`), any other venv path starts with `<venv>`, the
 working directory `<sdist>`, object addresses `0x?`.
 """
 
@@ -95,7 +96,18 @@ def expand(argv: list[str]) -> tuple[list[str], list[str]]:
     return [_SHELL_VAR.sub(sub, a) for a in argv], sorted(set(names))
 
 
+def _site_dirs() -> list[str]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]}, key=len, reverse=True)
+
+
 def clean(text: str, cwd: str) -> str:
+    # A file of an installed package reads as in its source tree (`vllm/transformers_utils/...`,
+    # as vllm-compat names it), not `<venv>/lib/python3.11/site-packages/vllm/...`.
+    for site in _site_dirs():
+        text = text.replace(site + os.sep, "")
     text = text.replace(sys.prefix, "<venv>").replace(cwd, "<sdist>")
     text = _ADDRESS.sub(" at 0x?", text)
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "..."
