@@ -31,7 +31,7 @@ from compat.scan import release_facts, write_facts
 from compat.verdict.arguments import check_arguments
 
 GOLDEN = Path(__file__).parent / "golden"
-RELEASES = ("0.23.0", "0.33.0")
+RELEASES = ("0.17.0", "0.23.0", "0.33.0")
 
 
 def load_golden(version: str) -> dict:
