@@ -72,9 +72,13 @@ def what(stage: str, exc: str, message: str) -> str:
     return f"{stage} {exc}: {mask(text, 70)}"
 
 
-def text_difference(vllm: str, replay: str) -> str:
+def text_difference(vllm: str, replay: str, model: str | None = None) -> str:
     """How two messages of the same kind differ."""
     a, b = norm(vllm), norm(replay)
+    if model and "unrecognized arguments: " in b:
+        without = b.replace(f"unrecognized arguments: {model} ", "unrecognized arguments: ")
+        if without != b and text_difference(a, without) != "the text":
+            return "the model id, which the replay also lists as unrecognized (it has no `model_tag` positional)"
     # serve_args.py fills a shell placeholder as the user's shell would (shell_value); the
     # replay keeps `$NAME`
     filled = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
@@ -147,6 +151,15 @@ def compare(version: str, golden_path: Path, snapshot: Path) -> tuple[dict, list
         result = check_arguments(k, argv, shell)
         first = next((f for f in result.findings if f.status == "blocked"), None)
         shown = " ".join(argv)
+        model = argv[2] if len(argv) > 2 and not argv[2].startswith("-") else None
+
+        def mask(text: str, limit: int = 110, model=model) -> str:
+            """mask(), with the argv's model id shown as <model> (a cause, not an instance)."""
+            return globals()["mask"](text.replace(model, "<model>") if model else text, limit)
+
+        def what(stage: str, exc: str, message: str, model=model) -> str:
+            return globals()["what"](stage, exc, message.replace(model, "<model>") if model else message)
+
         bad: list[dict] = []
         if stage != "parse" and result.namespace is not None:
             for dest, (want, got) in _value_differences(values, result.namespace, defaults).items():
@@ -172,7 +185,7 @@ def compare(version: str, golden_path: Path, snapshot: Path) -> tuple[dict, list
                     stage, exc):
                 ours = what(first.stage, first.exception, blocked[0].message)
                 theirs = what(stage, exc, message)
-                cause = (f"same kind ({theirs}), differs in {text_difference(message, blocked[0].message)}"
+                cause = (f"same kind ({theirs}), differs in {text_difference(message, blocked[0].message, model)}"
                          if ours == theirs else f"vLLM {theirs} | replay {ours}")
                 bad.append({"kind": "message-differs", "cause": cause,
                             "argv": shown, "vllm": f"{stage} {exc}: {norm(message)[:300]}",
