@@ -179,6 +179,38 @@ class _ReplaceEagerPlatform:
         return spec
 
 
+def gpuless_pynvml():
+    """A `pynvml` module answering NVML's device queries for the imaginary devices above.
+
+    vLLM 0.6's `vllm/platforms/cuda.py` calls NVML while it imports (`warn_if_different_devices`
+    asks every device's name), and `vllm/platforms/__init__.py` detects CUDA by NVML's device
+    count; without a driver, `import pynvml` works but `nvmlInit` fails. This stand-in answers
+    only what those modules ask (init, count, handle, name, capability, memory, P2P status);
+    the capability, name and count are the ones GpulessCudaPlatform reports."""
+    import types
+
+    m = types.ModuleType("pynvml")
+    m.__file__ = __file__ + ":gpuless_pynvml"  # not a package __init__: vLLM warns about that
+
+    class NVMLError(Exception):
+        pass
+
+    class _Memory:
+        total = 80 * 1024**3
+
+    m.NVMLError = NVMLError
+    m.NVML_P2P_CAPS_INDEX_NVLINK = 2
+    m.NVML_P2P_STATUS_OK = 0
+    m.nvmlInit = m.nvmlShutdown = lambda *a, **k: None
+    m.nvmlDeviceGetCount = lambda: FAKE_CUDA_DEVICE_COUNT
+    m.nvmlDeviceGetHandleByIndex = lambda i: i
+    m.nvmlDeviceGetName = lambda h: FAKE_CUDA_DEVICE_NAME
+    m.nvmlDeviceGetCudaComputeCapability = lambda h: FAKE_CUDA_CAPABILITY
+    m.nvmlDeviceGetMemoryInfo = lambda h: _Memory()
+    m.nvmlDeviceGetP2PStatus = lambda a, b, index: 0
+    return m
+
+
 def force_platform(name: str) -> None:
     """Install a platform instance before anything resolves current_platform."""
     if name not in ("cuda", "cpu"):
@@ -190,6 +222,8 @@ def force_platform(name: str) -> None:
     else:
         if "vllm.platforms" in sys.modules:
             raise SystemExit("vllm.platforms was imported before the platform could be forced")
+        if name == "cuda":
+            sys.modules["pynvml"] = gpuless_pynvml()
         sys.meta_path.insert(0, _ReplaceEagerPlatform(name))
 
 
@@ -200,7 +234,9 @@ def describe_platform(p, forced: bool) -> dict:
         "device_type": getattr(p, "device_type", None),
         "device_name": getattr(p, "device_name", None),
     }
-    if forced and getattr(p, "device_type", "") == "cuda":
+    if detail["device_type"] is None:  # vLLM 0.6's Platform has no device_type: its enum says it
+        detail["enum"] = str(getattr(p, "_enum", None))
+    if forced and (getattr(p, "device_type", "") == "cuda" or detail.get("enum") == "PlatformEnum.CUDA"):
         detail["assumed_device_capability"] = list(FAKE_CUDA_CAPABILITY)
         detail["assumed_device_name"] = FAKE_CUDA_DEVICE_NAME
         detail["assumed_device_count"] = FAKE_CUDA_DEVICE_COUNT
