@@ -12,8 +12,19 @@
 #          (>=4.56, !=5.0-5.4.*, !=5.5.0) and is the oldest release knowing
 #          glm_moe_dsa; newer ones (5.24) break the Pixtral-based models.
 #          timm is needed by two vision models.
+#  Releases before 0.20 (serve-args only): transformers as the release's own CI pins it
+#  (requirements/test.txt, or requirements-test.txt before 0.8); a plain install resolves the
+#  newest transformers allowed, years younger than the release.
 golden_extras() {
   case $1 in
+    0.6.4)  echo "transformers==4.45.2 tokenizers==0.20.3 numpy==1.26.4" ;;
+    0.7.0)  echo "transformers==4.47.0 tokenizers==0.21.0 numpy==1.26.4" ;;
+    0.8.5)  echo "transformers==4.51.3" ;;
+    0.10.0) echo "transformers==4.53.2" ;;
+    0.11.0) echo "transformers==4.55.2" ;;
+    0.11.1) echo "transformers==4.57.1" ;;
+    0.12.0|0.14.1) echo "transformers==4.57.3" ;;
+    0.17.0) echo "transformers==4.57.5" ;;
     0.23.0) echo "transformers==5.9.0 timm" ;;
     0.33.0) echo "timm" ;;
     *)      echo "" ;;
@@ -31,12 +42,14 @@ golden_venv() {
     "$python" -m venv "$venv"
     "$venv/bin/pip" install -q -U pip
   fi
-  if ! "$venv/bin/python" -c "import vllm, sys; sys.exit(vllm.__version__ != '$version')" 2>/dev/null; then
-    golden_log "pip install vllm==$version"
-    "$venv/bin/pip" install "vllm==$version"
-  fi
   local extra
   extra=$(golden_extras "$version")
+  if ! "$venv/bin/python" -c "import vllm, sys; sys.exit(vllm.__version__ != '$version')" 2>/dev/null; then
+    # the extras in the same resolution, so that pip picks the rest to fit them
+    golden_log "pip install vllm==$version $extra"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install "vllm==$version" $extra
+  fi
   if [ -n "$extra" ]; then
     golden_log "pip install $extra"
     # shellcheck disable=SC2086

@@ -56,7 +56,11 @@ golden_log "serve_args.py from $SDIST_ROOT"
    "$VENV/bin/python" "$HERE/serve_args.py" --argvs "$WORK/argvs.json" --out "$OUT" \
    --checkpoint "${GOLDEN_CHECKPOINT:-${TMPDIR:-/tmp}/serve-args-$VERSION.jsonl}")
 "$VENV/bin/pip" freeze --all | grep -v '^-e ' | LC_ALL=C sort > "$WORK/freeze.txt"
-if ! cmp -s "$WORK/freeze.txt" "$OUT/pip-freeze-$VERSION.txt" 2>/dev/null; then
+if [ ! -e "$OUT/pip-freeze-$VERSION.txt" ]; then
+  # a release with only serve-args golden data: its environment is this one
+  cp "$WORK/freeze.txt" "$OUT/pip-freeze-$VERSION.txt"
+  golden_log "wrote $OUT/pip-freeze-$VERSION.txt"
+elif ! cmp -s "$WORK/freeze.txt" "$OUT/pip-freeze-$VERSION.txt" 2>/dev/null; then
   golden_log "note: the environment differs from $OUT/pip-freeze-$VERSION.txt:"
   diff "$OUT/pip-freeze-$VERSION.txt" "$WORK/freeze.txt" >&2 || true
 fi

@@ -129,18 +129,102 @@ def make_gpuless_cuda_platform():
     return GpulessCudaPlatform
 
 
-def force_platform(name: str) -> None:
-    """Install a platform instance before anything resolves current_platform."""
-    import vllm.platforms as platforms
-
+def _platform_instance(name: str):
     if name == "cuda":
-        platforms._current_platform = make_gpuless_cuda_platform()()
-    elif name == "cpu":
+        return make_gpuless_cuda_platform()()
+    if name == "cpu":
         from vllm.platforms.cpu import CpuPlatform
 
-        platforms._current_platform = CpuPlatform()
-    else:
+        return CpuPlatform()
+    raise SystemExit(f"unknown platform to force: {name}")
+
+
+def _platforms_resolve_lazily() -> bool:
+    """Whether this vLLM's `vllm.platforms` resolves `current_platform` on first access (a
+    module `__getattr__` filling `_current_platform`, 0.7 on) rather than while the module
+    executes (0.6). Read from the installed source, without importing vllm."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    path = os.path.join(os.path.dirname(spec.origin), "platforms", "__init__.py")
+    with open(path, encoding="utf-8") as fh:
+        return "_current_platform" in fh.read()
+
+
+class _ReplaceEagerPlatform:
+    """A meta-path finder for `vllm.platforms` whose loader, once the module has executed (and
+    resolved its own `current_platform`), replaces that by the forced platform, before any
+    other module can `from vllm.platforms import current_platform`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "vllm.platforms":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None:
+            return None
+        real_exec = spec.loader.exec_module
+        name = self.name
+
+        def exec_module(module):
+            real_exec(module)
+            module.resolved_platform_before_forcing = type(module.current_platform).__name__
+            module.current_platform = _platform_instance(name)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def gpuless_pynvml():
+    """A `pynvml` module answering NVML's device queries for the imaginary devices above.
+
+    vLLM 0.6's `vllm/platforms/cuda.py` calls NVML while it imports (`warn_if_different_devices`
+    asks every device's name), and `vllm/platforms/__init__.py` detects CUDA by NVML's device
+    count; without a driver, `import pynvml` works but `nvmlInit` fails. This stand-in answers
+    only what those modules ask (init, count, handle, name, capability, memory, P2P status);
+    the capability, name and count are the ones GpulessCudaPlatform reports."""
+    import types
+
+    m = types.ModuleType("pynvml")
+    m.__file__ = __file__ + ":gpuless_pynvml"  # not a package __init__: vLLM warns about that
+
+    class NVMLError(Exception):
+        pass
+
+    class _Memory:
+        total = 80 * 1024**3
+
+    m.NVMLError = NVMLError
+    m.NVML_P2P_CAPS_INDEX_NVLINK = 2
+    m.NVML_P2P_STATUS_OK = 0
+    m.nvmlInit = m.nvmlShutdown = lambda *a, **k: None
+    m.nvmlDeviceGetCount = lambda: FAKE_CUDA_DEVICE_COUNT
+    m.nvmlDeviceGetHandleByIndex = lambda i: i
+    m.nvmlDeviceGetName = lambda h: FAKE_CUDA_DEVICE_NAME
+    m.nvmlDeviceGetCudaComputeCapability = lambda h: FAKE_CUDA_CAPABILITY
+    m.nvmlDeviceGetMemoryInfo = lambda h: _Memory()
+    m.nvmlDeviceGetP2PStatus = lambda a, b, index: 0
+    return m
+
+
+def force_platform(name: str) -> None:
+    """Install a platform instance before anything resolves current_platform."""
+    if name not in ("cuda", "cpu"):
         raise SystemExit(f"unknown platform to force: {name}")
+    if _platforms_resolve_lazily():
+        import vllm.platforms as platforms
+
+        platforms._current_platform = _platform_instance(name)
+    else:
+        if "vllm.platforms" in sys.modules:
+            raise SystemExit("vllm.platforms was imported before the platform could be forced")
+        if name == "cuda":
+            sys.modules["pynvml"] = gpuless_pynvml()
+        sys.meta_path.insert(0, _ReplaceEagerPlatform(name))
 
 
 def describe_platform(p, forced: bool) -> dict:
@@ -150,7 +234,9 @@ def describe_platform(p, forced: bool) -> dict:
         "device_type": getattr(p, "device_type", None),
         "device_name": getattr(p, "device_name", None),
     }
-    if forced and getattr(p, "device_type", "") == "cuda":
+    if detail["device_type"] is None:  # vLLM 0.6's Platform has no device_type: its enum says it
+        detail["enum"] = str(getattr(p, "_enum", None))
+    if forced and (getattr(p, "device_type", "") == "cuda" or detail.get("enum") == "PlatformEnum.CUDA"):
         detail["assumed_device_capability"] = list(FAKE_CUDA_CAPABILITY)
         detail["assumed_device_name"] = FAKE_CUDA_DEVICE_NAME
         detail["assumed_device_count"] = FAKE_CUDA_DEVICE_COUNT

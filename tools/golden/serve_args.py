@@ -41,7 +41,8 @@ Output `<out>/serve-args-<vllm version>.json.gz` (compact JSON, gzipped without 
 values], ...]}` (`argv` as synthesized, before expansion; `values`: every parsed value that differs
 from its default, as JSON, a config object as `<ClassName>`; empty when parsing failed).
 Progress is checkpointed (one JSON line per argv) so an interrupted run resumes.
-Messages are made machine-independent: the venv prefix becomes `<venv>`, the
+Messages are made machine-independent: a path inside the venv's site-packages becomes the
+package-relative path (`vllm/...`), any other venv path starts with `<venv>`, the
 working directory `<sdist>`, object addresses `0x?`.
 """
 
@@ -95,34 +96,110 @@ def expand(argv: list[str]) -> tuple[list[str], list[str]]:
     return [_SHELL_VAR.sub(sub, a) for a in argv], sorted(set(names))
 
 
+def _site_dirs() -> list[str]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]}, key=len, reverse=True)
+
+
 def clean(text: str, cwd: str) -> str:
+    # A file of an installed package reads as in its source tree (`vllm/transformers_utils/...`,
+    # as vllm-compat names it), not `<venv>/lib/python3.11/site-packages/vllm/...`.
+    for site in _site_dirs():
+        text = text.replace(site + os.sep, "")
     text = text.replace(sys.prefix, "<venv>").replace(cwd, "<sdist>")
     text = _ADDRESS.sub(" at 0x?", text)
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "..."
 
 
+class _Captured(Exception):
+    """Raised by the patched argparse while the console script's main() parses: it carries the parser."""
+
+    def __init__(self, parser):
+        super().__init__("parser captured")
+        self.parser = parser
+
+
+class _Reached(Exception):
+    """Raised by a stubbed entry: vLLM's code got that far, and nothing was started."""
+
+
+def console_entry():
+    """(target, function) of the installed distribution's `vllm` console script:
+    `vllm.entrypoints.cli.main:main` (0.8 on) or `vllm.scripts:main` (before)."""
+    from importlib.metadata import distribution
+
+    for ep in distribution("vllm").entry_points:
+        if ep.group == "console_scripts" and ep.name == "vllm":
+            return ep.value, ep.load()
+    raise SystemExit("the installed vllm has no `vllm` console script")
+
+
 def build_parser():
-    """The `vllm` CLI parser with its `serve` subcommand, as cli/main.py builds it."""
-    import importlib.metadata
+    """The `vllm` CLI's parser, built by the release's own console-script main().
 
-    sys.argv[0] = "vllm"  # argparse's prog: messages read `vllm serve: error: ...`
+    main() builds the parser (a FlexibleArgumentParser with a `serve` subparser: from
+    `ServeSubcommand.subparser_init` in vllm/entrypoints/cli/, or inline in vllm/scripts.py) and
+    then parses sys.argv. argparse's parse_args/parse_known_args are patched for that one call to
+    raise with the parser instead of parsing, so nothing of main() is re-implemented here.
+    Returns (parser, console-script target)."""
+    sys.argv = ["vllm"]  # argparse's prog: messages read `vllm serve: error: ...`
+    target, main = console_entry()
+    originals = {name: argparse.ArgumentParser.__dict__[name] for name in ("parse_args", "parse_known_args")}
 
-    import vllm.entrypoints.cli.serve as serve_mod
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    def capture(self, *_a, **_k):
+        raise _Captured(self)
 
-    parser = FlexibleArgumentParser(description="vLLM CLI")
-    parser.add_argument("-v", "--version", action="version",
-                        version=importlib.metadata.version("vllm"))
-    subparsers = parser.add_subparsers(required=False, dest="subparser")
-    cmds = {}
-    for cmd in serve_mod.cmd_init():
-        cmd.subparser_init(subparsers).set_defaults(dispatch_function=cmd.cmd)
-        cmds[cmd.name] = cmd
-    return parser, cmds["serve"]
+    try:
+        for name in originals:
+            setattr(argparse.ArgumentParser, name, capture)
+        main()
+    except _Captured as c:
+        return c.parser, target
+    finally:
+        for name, fn in originals.items():
+            setattr(argparse.ArgumentParser, name, fn)
+    raise SystemExit(f"{target} returned without parsing its arguments")
+
+
+def serve_subparser(parser):
+    return parser._subparsers._group_actions[0].choices["serve"]
+
+
+def serve_dispatch(parser):
+    """The function main() dispatches `vllm serve` to (the subparser's `dispatch_function`
+    default: `ServeSubcommand.cmd`, or `vllm.scripts.serve`)."""
+    fn = serve_subparser(parser)._defaults.get("dispatch_function")
+    if fn is None:
+        raise SystemExit("the serve subparser has no dispatch_function")
+    return fn
+
+
+def serve_validator(parser, main_target: str):
+    """What main() runs on parsed `serve` args before dispatching: `cmds["serve"].validate(args)`
+    where main() keeps CLISubcommand objects (vllm/entrypoints/cli/main.py), else the
+    `validate_parsed_serve_args` main() calls itself (vllm/scripts.py). Returns (name, fn)."""
+    dispatch = serve_dispatch(parser)
+    owner = getattr(dispatch, "__self__", None)
+    if owner is None:
+        mod = sys.modules[dispatch.__module__]
+        if hasattr(mod, "cmd_init"):
+            owner = next((c for c in mod.cmd_init() if c.name == "serve"), None)
+    if owner is not None and hasattr(owner, "validate"):
+        cls = type(owner)
+        return f"{cls.__module__}.{cls.__qualname__}.validate", owner.validate
+    mod_name, _, func = main_target.partition(":")
+    main_globals = getattr(sys.modules[mod_name], func).__globals__
+    fn = main_globals.get("validate_parsed_serve_args")
+    if fn is None:
+        raise SystemExit(f"neither a serve CLISubcommand nor validate_parsed_serve_args beside {main_target}")
+    return f"{fn.__module__}.{fn.__qualname__}", fn
 
 
 def api_server_validator():
-    """`validate_api_server_args` of this release (it moved between releases)."""
+    """`validate_api_server_args` of this release (it moved between releases), or None where the
+    release has none (before 0.9: its checks are inline in `run_server`, see run_server_checks)."""
     for mod_name in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.api_server"):
         try:
             mod = __import__(mod_name, fromlist=["validate_api_server_args"])
@@ -131,21 +208,63 @@ def api_server_validator():
         fn = getattr(mod, "validate_api_server_args", None)
         if fn is not None:
             return f"{mod_name}.validate_api_server_args", fn
-    raise SystemExit("validate_api_server_args not found in this vLLM release")
+    return None
 
 
-class _Reached(Exception):
-    """Raised by a stubbed entry: `cmd` got that far, and nothing was started."""
+SOCKET_FUNCTIONS = ("create_server_socket", "create_server_unix_socket")
 
 
-def entry_of(serve_cmd, args) -> str:
-    """The entry `ServeSubcommand.cmd` dispatches these args to, running vLLM's own `cmd` with
-    the entries (module globals of its module) replaced by stubs. Its exceptions propagate."""
-    mod = sys.modules[type(serve_cmd).__module__]
+def run_server_checks(run_server, args) -> None:
+    """Run the release's own `run_server(args)` coroutine up to the socket it binds first.
+
+    Releases without `validate_api_server_args` check the tool and reasoning parser names inline,
+    between the plugin import and `create_server_socket`. The socket functions (globals of
+    run_server's module) are replaced by stubs raising _Reached, and
+    `ToolParserManager.import_tool_parser` by a no-op (a plugin file is user code, not vLLM, as
+    for the releases that have validate_api_server_args). The coroutine is stepped once by hand:
+    everything before the socket is synchronous."""
+    g = run_server.__globals__
+    if "create_server_socket" not in g:
+        raise SystemExit("run_server's module has no create_server_socket: cannot stop before the socket")
+    saved = {name: g[name] for name in SOCKET_FUNCTIONS if name in g}
+    tpm = g.get("ToolParserManager")
+    saved_import = tpm.__dict__.get("import_tool_parser") if tpm is not None else None
+
+    def stub(*_a, **_k):
+        raise _Reached("socket")
+
+    coro = None
+    try:
+        for name in saved:
+            g[name] = stub
+        if saved_import is not None:
+            tpm.import_tool_parser = classmethod(lambda cls, *_a, **_k: None)
+        coro = run_server(args)
+        coro.send(None)
+    except _Reached:
+        return
+    except StopIteration:
+        pass
+    finally:
+        for name, fn in saved.items():
+            g[name] = fn
+        if saved_import is not None:
+            tpm.import_tool_parser = saved_import
+        if coro is not None:
+            coro.close()
+    raise SystemExit("run_server went past its checks without binding a socket")
+
+
+def entry_of(dispatch, args) -> tuple[str, object]:
+    """The entry the serve dispatch function (`ServeSubcommand.cmd`, `vllm.scripts.serve`) sends
+    these args to, running vLLM's own function with the entries (globals of its module) replaced
+    by stubs. Its exceptions propagate. Returns (entry name, the real entry function)."""
+    func = getattr(dispatch, "__func__", dispatch)
+    g = func.__globals__
     if getattr(args, "grpc", False):
         raise SystemExit("--grpc starts the gRPC server inside cmd; not supported by this harness")
     reached: list[str] = []
-    saved = {name: getattr(mod, name) for name in ENTRIES if hasattr(mod, name)}
+    saved = {name: g[name] for name in ENTRIES if name in g}
 
     def stub(name: str):
         def entry(*_a, **_k):
@@ -155,22 +274,21 @@ def entry_of(serve_cmd, args) -> str:
 
     try:
         for name in saved:
-            setattr(mod, name, stub(name))
-        serve_cmd.cmd(args)
+            g[name] = stub(name)
+        dispatch(args)
     except _Reached:
         pass
     finally:
         for name, fn in saved.items():
-            setattr(mod, name, fn)
+            g[name] = fn
     if not reached:
-        raise SystemExit(f"ServeSubcommand.cmd returned without reaching any of {ENTRIES}")
-    return reached[0]
+        raise SystemExit(f"{func.__qualname__} returned without reaching any of {ENTRIES}")
+    return reached[0], saved[reached[0]]
 
 
 def serve_defaults(parser) -> dict:
     """Default of every dest of the serve subparser."""
-    sub = parser._subparsers._group_actions[0].choices["serve"]
-    return {a.dest: a.default for a in sub._actions}
+    return {a.dest: a.default for a in serve_subparser(parser)._actions}
 
 
 def changed_values(args, defaults: dict) -> dict:
@@ -191,7 +309,7 @@ def changed_values(args, defaults: dict) -> dict:
     return out
 
 
-def run_one(argv: list[str], parser, serve_cmd, validate_api, cwd: str,
+def run_one(argv: list[str], parser, validate, dispatch, validate_api, cwd: str,
             defaults: dict) -> tuple[str, str, str, dict]:
     """(stage, exception, message, parsed values) of the first stage that fails, or ('ok', '', '', values)."""
     from vllm.engine.arg_utils import AsyncEngineArgs
@@ -212,12 +330,17 @@ def run_one(argv: list[str], parser, serve_cmd, validate_api, cwd: str,
             return stage, "SystemExit", clean(lines[start:].strip(), cwd), values
         values = changed_values(args, defaults)
         stage = "validate"
-        serve_cmd.validate(args)
+        validate(args)
         stage = "serve_cmd"
-        entry = entry_of(serve_cmd, args)
+        entry, entry_fn = entry_of(dispatch, args)
         if entry != "run_headless":
             stage = "api_server"
-            validate_api(args)
+            if validate_api is not None:
+                validate_api(args)
+            elif entry == "run_server":
+                run_server_checks(entry_fn, args)
+            else:
+                raise SystemExit(f"{entry} reached in a release without validate_api_server_args")
         stage = "engine_args"
         AsyncEngineArgs.from_cli_args(args)
     except Exception as exc:  # every failure is data here
@@ -263,10 +386,19 @@ def main() -> int:
         print(f"resuming: {len(done)} argvs already in {checkpoint}", file=sys.stderr)
 
     t0 = time.time()
-    parser, serve_cmd = build_parser()
+    parser, main_target = build_parser()
     defaults = serve_defaults(parser)
-    api_name, validate_api = api_server_validator()
-    print(f"parser built in {time.time() - t0:.1f}s; api validation: {api_name}", file=sys.stderr)
+    validate_name, validate = serve_validator(parser, main_target)
+    dispatch = serve_dispatch(parser)
+    dispatch_name = f"{dispatch.__module__}.{dispatch.__qualname__}"
+    api = api_server_validator()
+    if api is not None:
+        api_name, validate_api = api
+    else:
+        api_name, validate_api = "run_server up to its create_server_socket (no validate_api_server_args)", None
+    entry_points = {"console_script": main_target, "validate": validate_name, "dispatch": dispatch_name,
+                    "api_server": api_name, "engine_args": "vllm.engine.arg_utils.AsyncEngineArgs.from_cli_args"}
+    print(f"parser built in {time.time() - t0:.1f}s; {entry_points}", file=sys.stderr)
     new = 0
     with open(checkpoint, "a") as ck:
         for i, item in enumerate(todo, 1):
@@ -277,7 +409,8 @@ def main() -> int:
                 break
             argv, shell_vars = expand(item["argv"])
             try:
-                stage, exc, msg, values = run_one(argv, parser, serve_cmd, validate_api, cwd, defaults)
+                stage, exc, msg, values = run_one(argv, parser, validate, dispatch, validate_api, cwd,
+                                                   defaults)
             except BaseException as e:  # noqa: BLE001 (KeyboardInterrupt stops below)
                 if isinstance(e, KeyboardInterrupt):
                     raise
@@ -304,6 +437,7 @@ def main() -> int:
         "platform_detail": describe_platform(current_platform, args.platform != "auto"),
         "assumed_cuda_capability": list(FAKE_CUDA_CAPABILITY) if args.platform == "cuda" else None,
         "api_server_validation": api_name,
+        "entry_points": entry_points,
         "stages": list(STAGES),
         "columns": ["argv", "omni", "shell_vars", "stage", "exception", "message", "values"],
         "rows": rows,
