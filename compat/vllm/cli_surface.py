@@ -450,6 +450,10 @@ class SymbolResolver:
             owner = self.resolve_class(rel, value.value.id)
             if owner is not None and self.is_dataclass(owner):
                 return self.field_default(owner, value.attr, depth + 1)
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+            # `default=not AsyncEngineArgs.enable_log_requests`
+            inner, kind = self._default_of(value.operand, rel, depth + 1)
+            return (not inner, "literal") if kind == "literal" else (None, "unknown")
         try:
             return ast.literal_eval(value), "literal"
         except (ValueError, SyntaxError, TypeError):

@@ -47,12 +47,14 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     aliases = _literal_aliases(r, cls.file)
     out: list[dict[str, Any]] = []
     assigned: set[str] = set()
+    prelude: list[ast.stmt] = []  # earlier statements that set fields, replayed before a check
+    opaque: set[str] = set()  # fields set by a statement the replay cannot follow
     for st in fn.body:
         guard = _guard(st)
         raises = [n for n in ast.walk(st) if isinstance(n, ast.Raise)]
         for node in raises:
             cond = None
-            if guard is not None and node is guard[1] and not (_self_reads(guard[0]) & assigned):
+            if guard is not None and node is guard[1] and not (_self_reads(guard[0]) & opaque):
                 cond = guard[0]
             reads = sorted(_self_reads(cond if cond is not None else st))
             used = {
@@ -83,8 +85,50 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
             }
             if check["cond"] and "is_torch_equal_or_newer(" in check["cond"]:
                 check["torch"] = _release_torch(r)
+            setting = [ast.unparse(p) for p in prelude if _self_assigns(p) & set(reads)]
+            if cond is not None and setting:
+                check["prelude"] = setting
+            members = {}
+            for part in [cond, *(p for p in prelude if _self_assigns(p) & set(reads))]:
+                if part is not None:
+                    members.update(_enum_members(r, cls.file, part))
+            if members:
+                check["enums"] = members
             out.append(check)
-        assigned |= _self_assigns(st)
+        sets = _self_assigns(st)
+        if sets and not raises:
+            if _replayable(st):
+                prelude.append(st)
+            else:
+                opaque |= sets
+        elif sets:
+            opaque |= sets
+        assigned |= sets
+    return out
+
+
+def _enum_members(r: SymbolResolver, rel: str, cond: ast.expr) -> dict[str, list[Any]]:
+    """`Enum.MEMBER` references of a condition: "Enum.MEMBER" -> [member name, member value]."""
+    out: dict[str, list[Any]] = {}
+    for n in ast.walk(cond):
+        if not (
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id != "self"
+        ):
+            continue
+        found = r.resolve(rel, n.value.id)
+        if found is None or not isinstance(found[1], ast.ClassDef):
+            continue
+        for st in found[1].body:
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id == n.attr
+            ):
+                try:
+                    out[f"{n.value.id}.{n.attr}"] = [n.attr, ast.literal_eval(st.value)]
+                except (ValueError, SyntaxError):
+                    pass
     return out
 
 
@@ -95,6 +139,30 @@ def _release_torch(r: SymbolResolver) -> str | None:
         if text:
             return torch_pin(text)
     return None
+
+
+def _replayable(st: ast.stmt) -> bool:
+    """Can the replay follow this statement: assignments of fields, `if` over them, logging?"""
+    if isinstance(st, (ast.Assign, ast.AnnAssign)):
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        return all(
+            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+            for t in targets
+        )
+    if isinstance(st, ast.If):
+        return all(_replayable(x) for x in [*st.body, *st.orelse])
+    if isinstance(st, ast.Expr) and isinstance(
+        st.value, ast.Call
+    ):  # logger.warning(...), a no-op here
+        return _tail(st.value.func) in (
+            "warning",
+            "warning_once",
+            "info",
+            "info_once",
+            "debug",
+            "warn",
+        )
+    return isinstance(st, ast.Pass)
 
 
 def _guard(st: ast.stmt) -> tuple[ast.expr, ast.Raise] | None:
@@ -226,19 +294,68 @@ def evaluate(
     """Does the check's condition hold for these field values? None: undecided."""
     if not check.get("cond"):
         return None
-    env = _Env(fields, check.get("aliases", {}), torch)
+    env = _Env(fields, check.get("aliases", {}), torch, check.get("enums", {}))
     try:
+        env.run(check.get("prelude", []))
         return env.truth(ast.parse(check["cond"], mode="eval").body)
     except Undecided:
         return None
 
 
+class _Member:
+    """An enum member as a JSON value meets it: equal to its value, or to its name."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.name, self.value = name, value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Member):
+            return bool(other.value == self.value)
+        return bool(other == self.value or other == self.name)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
 class _Env:
     def __init__(
-        self, fields: dict[str, Any], aliases: dict[str, list[Any]], torch: str | None
+        self,
+        fields: dict[str, Any],
+        aliases: dict[str, list[Any]],
+        torch: str | None,
+        enums: dict[str, list[Any]] | None = None,
     ) -> None:
-        self.fields, self.aliases, self.torch = fields, aliases, torch
+        self.fields, self.aliases, self.torch = dict(fields), aliases, torch
+        self.enums = enums or {}
         self.local: dict[str, Any] = {}
+
+    def run(self, statements: list[str]) -> None:
+        """Replay recorded statements on the fields; a field set where the replay cannot tell
+        how becomes undecided (missing)."""
+        for text in statements:
+            for st in ast.parse(text).body:
+                self.step(st)
+
+    def step(self, st: ast.stmt) -> None:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute):
+                    try:
+                        self.fields[t.attr] = self.value(st.value) if st.value is not None else None
+                    except Undecided:
+                        self.fields.pop(t.attr, None)
+        elif isinstance(st, ast.If):
+            try:
+                taken = self.truth(st.test)
+            except Undecided:
+                taken = None
+            if taken is None:
+                for f in _self_assigns(st):
+                    self.fields.pop(f, None)
+                return
+            for x in st.body if taken else st.orelse:
+                self.step(x)
 
     def truth(self, n: ast.expr) -> bool | None:
         """Three-valued: a False conjunct decides an `and`, a True disjunct an `or`."""
@@ -264,6 +381,13 @@ class _Env:
             if n.attr not in self.fields:
                 raise Undecided(n.attr)
             return self.fields[n.attr]
+        if (
+            isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and f"{n.value.id}.{n.attr}" in self.enums
+        ):
+            name, value = self.enums[f"{n.value.id}.{n.attr}"]
+            return _Member(name, value)
         if isinstance(n, ast.Name):
             if n.id in self.local:
                 return self.local[n.id]
