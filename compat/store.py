@@ -66,10 +66,11 @@ class Store:
         t = spec(record)
         names = t.column_names
         defaults = [c.default for c in t.columns]
+        # map() over dict.get: a build appends millions of values, a generator per row costs.
         values = [
             tuple(getattr(r, n) for n in names)
             if isinstance(r, record)
-            else tuple(r.get(n, d) for n, d in zip(names, defaults, strict=True))
+            else tuple(map(r.get, names, defaults))
             for r in rows
         ]
         if values:
