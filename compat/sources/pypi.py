@@ -10,6 +10,7 @@ Works offline once a release is cached: the index answer is cached too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +18,8 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from compat.errors import UserError
@@ -62,7 +64,46 @@ def _default_open(url: str, headers: dict[str, str]) -> bytes:
         return resp.read()
 
 
+#: Index answers while `one_index_answer` is active: (package, opener, cache) -> the answer
+#: or the UserError it gave.
+_SESSION: dict[tuple[str, Opener, Path], dict | UserError] | None = None
+_SESSION_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def one_index_answer() -> Iterator[None]:
+    """Within the block, ask the index once per package (a build opens dozens of releases and
+    lists them several times: each ask was a round trip, or a timeout offline)."""
+    global _SESSION
+    outer = _SESSION
+    if outer is None:
+        _SESSION = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SESSION = None
+
+
 def _index(package: str, opener: Opener, cache: Path) -> dict:
+    """The index's file list for a package (once per `one_index_answer` session)."""
+    session = _SESSION
+    if session is None:
+        return _ask_index(package, opener, cache)
+    key = (package, opener, cache)
+    with _SESSION_LOCK:
+        if key not in session:
+            try:
+                session[key] = _ask_index(package, opener, cache)
+            except UserError as exc:
+                session[key] = exc
+        found = session[key]
+    if isinstance(found, UserError):
+        raise found
+    return found
+
+
+def _ask_index(package: str, opener: Opener, cache: Path) -> dict:
     """The index's file list for a package; cached so offline re-runs work."""
     import http.client
     import urllib.error
@@ -131,6 +172,21 @@ def versions_on_index(opener: Opener | None = None, cache: Path | None = None) -
         if fn.startswith("vllm-") and fn.endswith(".tar.gz") and not f.get("yanked"):
             out.append(fn[len("vllm-") : -len(".tar.gz")])
     return sorted(set(out), key=release_key)
+
+
+def sdist_hashes(opener: Opener | None = None, cache: Path | None = None) -> dict[str, str]:
+    """Release -> sha256 of its sdist, for every release `versions_on_index` lists: what
+    results that searched the index depend on (compat.reuse)."""
+    doc = _index("vllm", opener or _default_open, cache or cache_dir())
+    out = {}
+    for f in doc.get("files", []):
+        fn = f.get("filename", "") if isinstance(f, dict) else ""
+        fn = fn if isinstance(fn, str) else ""
+        hashes = f.get("hashes") if isinstance(f, dict) else None
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        if fn.startswith("vllm-") and fn.endswith(".tar.gz") and not f.get("yanked"):
+            out[fn[len("vllm-") : -len(".tar.gz")]] = str(sha or "")
+    return dict(sorted(out.items()))
 
 
 def _sha256(path: Path) -> str:
@@ -274,6 +330,10 @@ def _add_templates(sdist: Path, dest: Path) -> None:
         raise UserError(f"cannot unpack {sdist.name}: {exc}", where="--vllm") from None
 
 
+def _marker(sha: str) -> str:
+    return f"{sha} v{EXTRACT_VERSION}"
+
+
 def _complete(dest: Path, marker: str) -> bool:
     try:
         return (dest / ".complete").read_text() == marker
@@ -285,7 +345,7 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
     """Unpack the needed members once per hash; returns the tree root (has `vllm/`)."""
     cache = cache or cache_dir()
     dest = cache / "trees" / sha
-    marker = f"{sha} v{EXTRACT_VERSION}"
+    marker = _marker(sha)
     if _complete(dest, marker):
         _add_templates(sdist, dest)
         return dest
@@ -327,7 +387,12 @@ def tree_from_index(
     progress: Callable[[str], None] | None = None,
 ) -> VllmTree:
     cache = cache or cache_dir()
-    sdist, sha = fetch_sdist(version, opener, cache, progress)
-    root = extract(sdist, sha, cache)
+    sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
+    root = cache / "trees" / sha
+    if not (_complete(root, _marker(sha)) and (root / _TEMPLATES_MARKER).is_file()):
+        # The tree is what is read, extracted only from a verified sdist: once it is complete,
+        # the sdist (tens of MB) is not hashed again.
+        sdist, sha = fetch_sdist(version, opener, cache, progress)
+        root = extract(sdist, sha, cache)
     _, commit = read_version(root)
     return VllmTree(root=root, version=version, origin="pypi", sha256=sha, commit=commit)
