@@ -25,6 +25,7 @@ from compat.verdict.drafts import PP_MSG, TARGET_DRAFTED, DraftResolution, resol
 from compat.verdict.findings import Finding, Outcome, Stage, note
 from compat.verdict.knowledge import Knowledge
 from compat.verdict.shell import ShellVars
+from compat.verdict.trace import JudgeTrace
 from compat.vllm.cli_surface import INTERNAL_FIELDS
 from compat.vocab import Status, worst
 
@@ -110,6 +111,10 @@ class Judge:
         # Draft mappings met while judging recipe models (added to draft_mapping / v_draft).
         self.drafts: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._gate_hits: dict[str, list[Finding]] = {}
+        self._abbreviates: dict[str, list[str]] = {}
+        # Told which models and draft mappings each judgement reads, cache hits included, so
+        # a build can tell what one recipe's results depend on (compat.blocks.Recorder).
+        self.trace: JudgeTrace | None = None
 
     # -- entry ---------------------------------------------------------------------
     def judge(self, c: Combination) -> Outcome:
@@ -127,6 +132,8 @@ class Judge:
         for p in c.problems:
             out.add(Finding(Status.UNKNOWN, f"recipe problem: {p}", key=f"recipe_problem:{p}"))
         facts = self.models.resolve(c.model_id)
+        if self.trace is not None:
+            self.trace.model(c.model_id)
         by_layout: dict[
             tuple[Any, ...], list[Finding]
         ] = {}  # model findings (unprefixed) per layout
@@ -313,13 +320,7 @@ class Judge:
             row = k.flags[t.flag]
         if row is None and not t.negated and t.flag.startswith("--") and "=" not in t.flag:
             # argparse takes a unique prefix of a long option for it (allow_abbrev)
-            longer = sorted(
-                {
-                    r["canonical"]
-                    for f, r in k.flags.items()
-                    if f.startswith(t.flag) and r.get("kind") in ("long", "negated")
-                }
-            )
+            longer = self._abbreviated(t.flag)
             if len(longer) == 1:
                 row = k.flags[longer[0]]
             elif len(longer) > 1:
@@ -360,6 +361,19 @@ class Judge:
                     key=f"{prefix}subkey:{row['canonical']}.{top}",
                 )
         return None
+
+    def _abbreviated(self, flag: str) -> list[str]:
+        """The long options `flag` is a prefix of (memoised: a scan of every flag per token)."""
+        found = self._abbreviates.get(flag)
+        if found is None:
+            found = self._abbreviates[flag] = sorted(
+                {
+                    r["canonical"]
+                    for f, r in self.k.flags.items()
+                    if f.startswith(flag) and r.get("kind") in ("long", "negated")
+                }
+            )
+        return found
 
     def _parsers(self, args: ServeArgs, prefix: str, tool: bool = True) -> list[Finding]:
         """Parser names (the tool parser only when the release's own API-server check is not run).
@@ -561,22 +575,22 @@ class Judge:
             args.pipeline_parallel_size,
         )
         found = self._drafts.get(key)
+        m = found.mapping if found is not None else None
         if found is None:
             found = self._drafts[key] = resolve_draft(
                 self.k, self.models, platform, args, facts, _target_config(facts)
             )
-            if found.mapping is not None:
-                m = found.mapping
-                self.drafts.setdefault(
-                    (
-                        platform,
-                        m["target_model_type"],
-                        m["target_arch"],
-                        m["method"],
-                        m["draft_arch"],
-                    ),
-                    m,
-                )
+            m = found.mapping
+            if m is not None:
+                self.drafts.setdefault(_mapping_key(platform, m), m)
+        if self.trace is not None:  # on a cache hit too: the caller's results read it
+            spec = args.speculative_config
+            draft = spec.get("model") if isinstance(spec, dict) else None
+            self.trace.draft(
+                self.k.version,
+                draft if isinstance(draft, str) else None,
+                None if m is None else (_mapping_key(platform, m), m),
+            )
         return found
 
     def _gates(self, ctx: dict[str, Any], cap: dict[str, Any]) -> list[Finding]:
@@ -667,6 +681,11 @@ class Judge:
             f"model_config:{c.model_id}",
         )
         return [head, *draft.findings]
+
+
+def _mapping_key(platform: str, m: dict[str, Any]) -> tuple[str, ...]:
+    """A draft mapping's identity among the mappings a judge met (one v_draft row each)."""
+    return (platform, m["target_model_type"], m["target_arch"], m["method"], m["draft_arch"])
 
 
 def _target_config(facts: ModelFacts) -> dict[str, Any]:
