@@ -18,11 +18,9 @@ from compat.vocab import resolve_pin
 if TYPE_CHECKING:
     from compat.bisect import BisectResult
     from compat.emit.site import SiteReport
-    from compat.fix.context import Row as FixRow
     from compat.fix.edits import Edit
     from compat.fix.writer import ApplyResult
     from compat.lint import LintResult
-    from compat.verdict.batch import CauseBook
 
 Progress = Callable[[str], None]
 
@@ -116,237 +114,183 @@ def build(
     import time
 
     from compat import store
-    from compat.errors import UserError
-    from compat.hf import ModelResolver
     from compat.hf.lock import read_lock
-    from compat.hf.release_sources import newest_tree, transformers_checkpoints
     from compat.recipes import enumerate_repo, load_repo
-    from compat.scan import release_facts
-    from compat.sources import tree_from_index, tree_from_path
-    from compat.tables import CauseRow, DraftMapping, ModelFact, RecipeFile, ShellVariable
-    from compat.verdict.cause import renderer
-    from compat.verdict.engine import Judge
-    from compat.verdict.knowledge import load_knowledge
-    from compat.verdict.releases import ReleasePool
+    from compat.sources.pypi import one_index_answer
+    from compat.tables import ModelFact, RecipeFile, ShellVariable
     from compat.verdict.shell import read_placeholders
-    from compat.vocab import release_key
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     store.ensure_writable(db_path)
     lock = read_lock(facts_lock) if facts_lock is not None else None
-    repo = load_repo(recipes)
-    enum = enumerate_repo(repo)
-    combos = enum.combinations
-    say(f"recipes: {len(repo.recipes)} files, {len(combos)} combinations")
-    explicit = bool(versions or srcs)
-    trees = {}
+    with one_index_answer():
+        repo = load_repo(recipes)
+        combos = enumerate_repo(repo).combinations
+        say(f"recipes: {len(repo.recipes)} files, {len(combos)} combinations")
+        explicit = bool(versions or srcs)
+        # A build from local trees only stays offline (model facts, works_from's search).
+        online = bool(versions or not explicit)
+        trees, pin_of, unavailable = _open_trees(combos, versions, srcs, progress)
+        models = _model_resolver(trees, hf_config_dir, allow_hub, lock, online, say)
+        models.prefetch(recipe_model_ids(combos))
+        coverage = models.coverage([c.model_id for c in combos if not c.omni])
+        say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
+        with store.writing(db_path) as db:
+            releases = _write_release_facts(db, trees, unavailable, say)
+            shell = read_placeholders(Path(recipes))  # $HEAD_IP & co.: the user's shell supplies
+            db.replace(ShellVariable, shell.rows())
+            index = _index_or_none() if online else None
+            judging = _judging(db, repo, trees, releases, models, shell, index, say)
+            judging.explicit, judging.pin_of, judging.unavailable = explicit, pin_of, unavailable
+            written, by_status = _judge_all(db, judging, combos, say)
+            db.replace(RecipeFile, _recipe_hashes(repo))
+            db.replace(ModelFact, _model_fact_rows(models, combos))
+    return {
+        "combinations": len(combos),
+        "releases": releases,
+        "unavailable": unavailable,
+        "coverage": coverage,
+        "works_from_basis": "index"
+        if index is not None
+        else "scanned releases (index unreachable)",
+        "verdicts": written,
+        "by_status": dict(by_status),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def _open_trees(
+    combos: list[Any], versions: list[str], srcs: list[str], progress: Progress | None
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """(label -> tree, pin -> release, release or pin -> why unavailable) of the releases a
+    build judges: those given, else every release a recipe pins."""
+    from compat.errors import UserError
+    from compat.sources import tree_from_index, tree_from_path
+    from compat.vocab import release_key
+
+    trees: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
-    if explicit:
+    if versions or srcs:
         for v in versions:
             trees[v] = tree_from_index(v, progress=progress)
         for s in srcs:
             t = tree_from_path(s)
             trees[t.version] = t
-        pin_of = {}
-    else:
-        pins = {c.vllm_pin for c in combos if c.vllm_pin}
-        pin_of = _resolve_pins(pins, progress)
-        for pin in sorted(pins):
-            if pin not in pin_of:
-                unavailable[pin] = f"release {pin!r} is not on the package index"
-        for v in sorted(set(pin_of.values()), key=release_key):
-            try:
-                trees[v] = tree_from_index(v, progress=progress)
-            except UserError as exc:
-                unavailable[v] = exc.line()
-    facts_all = {}
+        return trees, {}, unavailable
+    pins = {c.vllm_pin for c in combos if c.vllm_pin}
+    pin_of = _resolve_pins(pins, progress)
+    for pin in sorted(pins):
+        if pin not in pin_of:
+            unavailable[pin] = f"release {pin!r} is not on the package index"
+    for v in sorted(set(pin_of.values()), key=release_key):
+        try:
+            trees[v] = tree_from_index(v, progress=progress)
+        except UserError as exc:
+            unavailable[v] = exc.line()
+    return trees, pin_of, unavailable
+
+
+def _write_release_facts(
+    db: Any, trees: dict[str, Any], unavailable: dict[str, str], say: Progress
+) -> list[str]:
+    """Each release's facts into the database, one at a time (none is held once written);
+    returns the releases that have facts, oldest first."""
+    from compat.errors import UserError
+    from compat.scan import release_facts
+    from compat.vocab import release_key
+
+    releases = []
     for v in sorted(trees, key=release_key):
         try:
-            facts, _cached = release_facts(trees[v], progress)
+            facts, _cached = release_facts(trees[v], say)
         except UserError as exc:  # e.g. a release whose layout the analysis does not know
             unavailable[v] = f"vLLM {v} layout not analysable: {exc.message}"
             say(unavailable[v])
             continue
-        facts_all[v] = facts
-    releases = sorted(facts_all, key=release_key)
-    # A build from local trees only stays offline; otherwise the newest release informs model facts.
-    online = bool(versions or not explicit)
-    extra = newest_tree(trees, say) if online else []
-    models = ModelResolver(
+        db.write_release_facts(facts)
+        releases.append(v)
+    return releases
+
+
+def _model_resolver(
+    trees: dict[str, Any],
+    hf_config_dir: Path | None,
+    allow_hub: bool,
+    lock: Any,
+    online: bool,
+    say: Progress,
+) -> Any:
+    """Model facts from every source the build may read (online: also the newest release's
+    docs and test registry, and the newest transformers' documented checkpoints)."""
+    from compat.hf import ModelResolver
+    from compat.hf.release_sources import newest_tree, transformers_checkpoints
+
+    return ModelResolver(
         hf_config_dir=hf_config_dir,
         allow_hub=allow_hub,
-        trees=list(trees.values()) + extra,
+        trees=list(trees.values()) + (newest_tree(trees, say) if online else []),
         lock=lock,
         checkpoints=transformers_checkpoints(say) if online else None,
     )
-    models.prefetch(recipe_model_ids(combos))
-    coverage = models.coverage([c.model_id for c in combos if not c.omni])
-    say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
-    summary: dict[str, Any] = {
-        "combinations": len(combos),
-        "releases": releases,
-        "unavailable": unavailable,
-        "coverage": coverage,
-    }
-    recipe_moe = repo.declared_moe()
-    with store.writing(db_path) as db:
-        for v in releases:
-            db.write_release_facts(facts_all[v])
-        shell = read_placeholders(Path(recipes))  # $HEAD_IP & co.: values the user's shell supplies
-        db.replace(ShellVariable, shell.rows())
-        judges = {
-            v: Judge(load_knowledge(db, v, trees[v]), models, recipe_moe, shell) for v in releases
-        }
-        # Local trees only: stay offline, and search works_from among them (as for model facts).
-        index = _index_or_none() if (versions or not explicit) else None
-        pool = ReleasePool(judges, models, recipe_moe, index=index, progress=progress, shell=shell)
-        written, by_status, book, judged = _judge_all(
-            db, combos, releases, explicit, pin_of, unavailable, pool, renderer(repo), say
-        )
-        _plan_fixes(repo, pool, book, judged, explicit, pin_of, say)
-        db.replace(CauseRow, book.rows)
-        db.replace(RecipeFile, _recipe_hashes(repo))
-        for v, judge in judges.items():  # the recipe models' drafts join v_draft
-            db.append(DraftMapping, [dict(r, vllm_version=v) for r in judge.drafts.values()])
-        db.replace(ModelFact, _model_fact_rows(models, combos))
-        summary["works_from_basis"] = (
-            "index" if pool.exhaustive else "scanned releases (index unreachable)"
-        )
 
-    summary["verdicts"] = written
-    summary["by_status"] = dict(by_status)
-    summary["seconds"] = round(time.perf_counter() - t0, 2)
-    return summary
+
+def _judging(
+    db: Any,
+    repo: Any,
+    trees: dict[str, Any],
+    releases: list[str],
+    models: Any,
+    shell: Any,
+    index: list[str] | None,
+    say: Progress,
+) -> Any:
+    """What every recipe is judged with: a pool whose judges of the build's releases load
+    their knowledge from the database on first use, and a recorder listening to them."""
+    from functools import partial
+
+    from compat.blocks import Judging, Recorder
+    from compat.verdict.releases import ReleasePool
+
+    moe = repo.declared_moe()
+    lazy = {v: partial(_judge_of, db, trees[v], models, moe, shell) for v in releases}
+    recorder = Recorder(releases)
+    pool = ReleasePool(
+        {}, models, moe, index=index, progress=say, shell=shell, lazy=lazy, trace=recorder
+    )
+    return Judging(repo, pool, releases, False, {}, {}, recorder)
+
+
+def _judge_of(db: Any, tree: Any, models: Any, moe: dict[str, bool], shell: Any) -> Any:
+    from compat.verdict.engine import Judge
+    from compat.verdict.knowledge import load_knowledge
+
+    return Judge(load_knowledge(db, tree.version, tree), models, moe, shell)
 
 
 def _judge_all(
-    db: Any,
-    combos: list[Any],
-    releases: list[str],
-    explicit: bool,
-    pin_of: dict[str, str],
-    unavailable: dict[str, str],
-    pool: Any,
-    render: Any,
-    say: Progress,
-) -> tuple[int, Counter[tuple[str, str]], CauseBook, dict[str, list[FixRow]]]:
-    """Judge every combination into the verdict table (batched); returns (rows written, count
-    per (release, status), the causes, each recipe's judged rows for the fix stage)."""
-    import json
+    db: Any, j: Any, combos: list[Any], say: Progress
+) -> tuple[int, Counter[tuple[str, str]]]:
+    """Every recipe's block, judged and written as it comes; returns (verdict rows written,
+    count per (release, status) at the judged releases)."""
+    from compat.blocks import DraftRows, Offsets, judge_recipe, write_block
+    from compat.tables import CauseRow, Command, DraftMapping, Verdict, VerdictCause
 
-    from compat.fix.context import Row as FixRow
-    from compat.tables import Command, Verdict, VerdictCause
-    from compat.verdict.batch import CauseBook, Sweep, later_than, unavailable_row
-
-    book = CauseBook()
-    sweep = Sweep(pool, render, book)
-    later = later_than(releases)
-    db.replace(Verdict, [])  # start empty; rows are appended in batches
-    db.replace(VerdictCause, [])
-    db.replace(
-        Command,
-        [
-            {"id": i, "argv": json.dumps([[r, list(a)] for r, a in c.argvs])}
-            for i, c in enumerate(combos, 1)
-        ],
-    )
-    rows: list[dict[str, Any]] = []
-    links: list[dict[str, int]] = []
-    by_status: Counter[tuple[str, str]] = Counter()
-    judged_rows: dict[str, list[FixRow]] = {}  # recipe -> its rows at the judged releases
-    written = 0
-
-    def flush() -> None:
-        nonlocal written
-        by_status.update((r["vllm_version"], r["status"]) for r in rows if r["judged"])
-        db.append(Verdict, rows)
-        db.append(VerdictCause, links)
-        written += len(rows)
-        rows.clear()
-        links.clear()
-
-    for command_id, c in enumerate(combos, 1):
-        if explicit:
-            true_pin = resolve_pin(c.vllm_pin, releases)
-            targets = [(v, 1, int(v == true_pin)) for v in releases]
-        else:
-            pinned = pin_of.get(c.vllm_pin)
-            targets = [(pinned, 1, 1)] if pinned is not None and pinned in pool.judges else []
-        if not targets:
-            why = (
-                unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin))
-                or unavailable.get(c.vllm_pin)
-                or "not resolvable"
-            )
-            rows.append(
-                dict(
-                    unavailable_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", why, command_id),
-                    id=written + len(rows) + 1,
-                )
-            )
-            continue
-        for judged in sweep.judge(c, targets, command_id, later):
-            row_id = written + len(rows) + 1
-            rows.append(dict(judged.row, id=row_id))
-            links += [
-                {"verdict_id": row_id, "cause_id": i} for i in dict.fromkeys(judged.cause_ids)
-            ]
-            if judged.row["judged"]:
-                judged_rows.setdefault(c.recipe, []).append(
-                    FixRow(
-                        c,
-                        judged.row["vllm_version"],
-                        judged.outcome,
-                        tuple(judged.cause_ids),
-                        judged.cause_keys,
-                    )
-                )
-        if command_id % 2000 == 0:
-            say(f"judged {command_id} of {len(combos)} combinations")
-        if len(rows) >= 20000:
-            flush()
-    flush()
-    return written, by_status, book, judged_rows
-
-
-def _plan_fixes(
-    repo: Any,
-    pool: Any,
-    book: Any,
-    judged: dict[str, list[Any]],
-    explicit: bool,
-    pin_of: dict[str, str],
-    say: Progress,
-) -> None:
-    """The fix stage: a planned (and re-judged) fix, or the reason there is none, per cause."""
-    from compat.fix.context import Context
-    from compat.fix.edits import dumps
-    from compat.fix.locate import cause_path, key_lines, line_of
-    from compat.fix.plan import build_cases, plan_all
-
-    def resolve(pin: str) -> str | None:
-        return pin_of.get(pin) or resolve_pin(pin, pool.releases)
-
-    cases = build_cases(repo, judged, book.rows, pinned=not explicit)
-    planned = plan_all(cases, Context(repo, pool, resolve), say)
-    lines: dict[str, dict[tuple[str, ...], int]] = {}
-    for row in book.rows:
-        if row["recipe"] not in lines:
-            lines[row["recipe"]] = key_lines(
-                (repo.root / row["recipe"]).read_text(encoding="utf-8")
-            )
-        path = cause_path(row)
-        row.update(field=".".join(path), line=line_of(lines[row["recipe"]], path))
-        p = planned.get(row["id"])
-        if p is not None:
-            row.update(
-                fix_kind=p.kind,
-                fix=p.summary,
-                fix_why=p.why,
-                fix_edits=dumps(p.edits),
-                works_from=p.works_from,
-            )
+    by_recipe: dict[str, list[Any]] = {}
+    for c in combos:
+        by_recipe.setdefault(c.recipe, []).append(c)
+    for record in (Verdict, VerdictCause, Command, CauseRow):
+        db.replace(record, [])
+    at, drafts, by_status = Offsets(), DraftRows(j.releases), Counter[tuple[str, str]]()
+    for n, (path, group) in enumerate(by_recipe.items(), 1):
+        block = judge_recipe(j, path, group)
+        write_block(db, block, at)
+        drafts.add(block)
+        by_status.update(block.judged_statuses())
+        if n % 20 == 0:
+            say(f"recipes: {n} of {len(by_recipe)} judged")
+    db.append(DraftMapping, drafts.rows())
+    return at.verdicts, by_status
 
 
 def _index_or_none() -> list[str] | None:

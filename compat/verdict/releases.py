@@ -14,7 +14,7 @@ the first that works.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -24,6 +24,7 @@ from compat.hf import ModelResolver
 from compat.recipes import Combination
 from compat.verdict.engine import Judge, Outcome
 from compat.verdict.knowledge import knowledge_from_facts
+from compat.verdict.trace import JudgeTrace
 from compat.vocab import NOT_BLOCKED, STARTS, release_key
 
 __all__ = ["NOT_BLOCKED", "STARTS", "ReleasePool", "final_releases"]
@@ -48,7 +49,10 @@ class ReleasePool:
     """Judges per release: the build's own, plus any release on the index, scanned when first asked.
 
     `index` is the list of releases on the package index (None: offline, only the given
-    judges are searched, and `exhaustive` is False so callers can say so).
+    judges are searched, and `exhaustive` is False so callers can say so). `lazy` holds
+    judges made on first use (a build's own releases, whose knowledge its database holds):
+    a build whose results are all reused never loads one. `trace` is told what every judge
+    of the pool reads (compat.verdict.trace).
     """
 
     def __init__(
@@ -59,8 +63,14 @@ class ReleasePool:
         index: Sequence[str] | None = None,
         progress: Progress | None = None,
         shell: Any = None,
+        lazy: Mapping[str, Callable[[], Judge]] | None = None,
+        trace: JudgeTrace | None = None,
     ) -> None:
         self.judges = dict(judges)
+        self._lazy = dict(lazy or {})
+        self.trace = trace
+        for judge in self.judges.values():
+            judge.trace = trace
         self.models = models
         self.recipe_moe = recipe_moe or {}
         self.shell = (
@@ -68,8 +78,9 @@ class ReleasePool:
         )
         self.say = progress or (lambda _m: None)
         self.exhaustive = index is not None
-        self.releases = final_releases(index if index is not None else judges)
-        for label in judges:  # a judged local tree or pre-release still counts where it sorts
+        own = [*judges, *self._lazy]
+        self.releases = final_releases(index if index is not None else own)
+        for label in own:  # a judged local tree or pre-release still counts where it sorts
             if label not in self.releases:
                 self.releases.append(label)
         self.releases.sort(key=release_key)
@@ -81,6 +92,10 @@ class ReleasePool:
         """The judge of `version`, scanning it on first use; None when it cannot be analysed."""
         if version in self.judges:
             return self.judges[version]
+        if version in self._lazy:
+            judge = self.judges[version] = self._lazy.pop(version)()
+            judge.trace = self.trace
+            return judge
         if version in self.unavailable:
             return None
         from compat.scan import release_facts
@@ -95,8 +110,18 @@ class ReleasePool:
             return None
         knowledge = knowledge_from_facts(version, tree, facts, _notes(facts))
         judge = Judge(knowledge, self.models, self.recipe_moe, self.shell)
+        judge.trace = self.trace
         self.judges[version] = judge
         return judge
+
+    def knows(self, version: str) -> bool:
+        """Is `version` one of the pool's own releases (judged, or made on first use)?"""
+        return version in self.judges or version in self._lazy
+
+    def forget_outcomes(self) -> None:
+        """Drop the memoised verdicts (each is keyed by its recipe: once a recipe is done,
+        nothing asks for its verdicts again); the judges keep what recipes share."""
+        self._outcomes.clear()
 
     def outcome(self, version: str, combo: Combination) -> Outcome | None:
         """The verdict of `combo` at `version`, memoised on what the engine reads of a combination."""

@@ -1,0 +1,267 @@
+"""One recipe's results as a block: judged (verdicts, causes, fixes), then written with ids shifted.
+
+Nothing one recipe's verdicts, causes and fixes say depends on another recipe: the judges
+share caches across recipes, never answers. So a build judges recipe by recipe, writes each
+block when it is done (no row is held for the whole checkout), and can reuse a block whose
+inputs did not change. A block numbers its commands, verdicts and causes
+from 1; writing shifts them by what the blocks before it hold, so a reused block gets the
+ids a full build gives it, and the tables are the same row for row.
+
+Draft mappings (the `draft_mapping` table) are the one thing judges share that is written:
+a judge notes a mapping the first time any recipe meets it. A block keeps the mappings its
+recipe met, in order, per phase (judging, then fix planning); `DraftRows` replays them in
+the order a build meets them, so which recipe was reused does not change the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from compat.vocab import resolve_pin
+
+if TYPE_CHECKING:
+    from compat.fix.context import Row as FixRow
+    from compat.recipes import Combination
+    from compat.recipes.repo import RecipesRepo
+    from compat.store import Store
+    from compat.verdict.batch import CauseBook, Sweep
+    from compat.verdict.releases import ReleasePool
+
+#: Draft mappings met, per phase: [release, mapping key, mapping] in the order first met.
+Drafts = dict[str, list[list[Any]]]
+PHASES = ("judge", "fix")
+
+
+@dataclass
+class Block:
+    """A recipe's rows, its ids counted from 1, and what its judging read."""
+
+    recipe: str
+    commands: list[str] = field(default_factory=list)  # argv JSON; command id = position + 1
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    links: list[list[int]] = field(default_factory=list)  # [verdict id, cause id]
+    causes: list[dict[str, Any]] = field(default_factory=list)
+    drafts: Drafts = field(default_factory=lambda: {p: [] for p in PHASES})
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "recipe": self.recipe,
+            "commands": self.commands,
+            "verdicts": self.verdicts,
+            "links": self.links,
+            "causes": self.causes,
+            "drafts": self.drafts,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Block:
+        return cls(**{k: doc[k] for k in cls.__dataclass_fields__})
+
+    def judged_statuses(self) -> Counter[tuple[str, str]]:
+        """(release, status) of the rows at the releases the build judges."""
+        return Counter((r["vllm_version"], r["status"]) for r in self.verdicts if r["judged"])
+
+
+class Recorder:
+    """Listens to every judge of a build (compat.verdict.trace) on behalf of the recipe being
+    judged: the model ids it read, and the draft mappings it met at the build's releases."""
+
+    def __init__(self, releases: Iterable[str]) -> None:
+        self.releases = set(releases)
+        self.phase = PHASES[0]
+        self._models: dict[str, None] = {}
+        self._drafts: dict[str, dict[tuple[Any, ...], list[Any]]] = {p: {} for p in PHASES}
+
+    def model(self, model_id: str) -> None:
+        self._models.setdefault(model_id)
+
+    def draft(
+        self,
+        version: str,
+        draft_model: str | None,
+        mapping: tuple[tuple[str, ...], dict[str, Any]] | None,
+    ) -> None:
+        if draft_model:
+            self._models.setdefault(draft_model)
+        if mapping is not None and version in self.releases:
+            key, m = mapping
+            self._drafts[self.phase].setdefault((version, *key), [version, list(key), m])
+
+    def take(self) -> tuple[list[str], Drafts]:
+        """What was recorded since the last take (in the order met), and start afresh."""
+        models, drafts = list(self._models), {p: list(d.values()) for p, d in self._drafts.items()}
+        self._models.clear()
+        for d in self._drafts.values():
+            d.clear()
+        self.phase = PHASES[0]
+        return models, drafts
+
+
+@dataclass
+class Judging:
+    """What every recipe of a build is judged with."""
+
+    repo: RecipesRepo
+    pool: ReleasePool
+    releases: list[str]  # the releases the build judges, oldest first
+    explicit: bool  # --vllm given: every recipe at every release; else each at its pin
+    pin_of: dict[str, str]
+    unavailable: dict[str, str]
+    recorder: Recorder
+
+    def resolve_pin(self, pin: str) -> str | None:
+        return self.pin_of.get(pin) or resolve_pin(pin, self.pool.releases)
+
+
+def judge_recipe(j: Judging, path: str, combos: list[Combination]) -> Block:
+    """Verdicts, causes and fixes of one recipe's combinations (in enumeration order)."""
+    from compat.verdict.batch import CauseBook, Sweep
+    from compat.verdict.cause import renderer
+
+    j.recorder.take()  # nothing read before this recipe is its own
+    book = CauseBook()
+    block = Block(path)
+    fix_rows = _verdicts(j, combos, Sweep(j.pool, renderer(j.repo), book), block)
+    j.recorder.phase = "fix"
+    _fixes(j, path, fix_rows, book)
+    block.causes = book.rows
+    _models, block.drafts = j.recorder.take()
+    j.pool.forget_outcomes()
+    return block
+
+
+def _verdicts(j: Judging, combos: list[Combination], sweep: Sweep, block: Block) -> list[FixRow]:
+    """Every combination judged at its targets into `block`; the judged rows the fix stage reads."""
+    from compat.fix.context import Row as FixRow
+    from compat.verdict.batch import later_than, unavailable_row
+
+    later = later_than(j.releases)
+    fix_rows: list[FixRow] = []
+    for command_id, c in enumerate(combos, 1):
+        block.commands.append(json.dumps([[r, list(a)] for r, a in c.argvs]))
+        targets = _targets(j, c)
+        if not targets:
+            pin = j.pin_of.get(c.vllm_pin, c.vllm_pin)
+            why = j.unavailable.get(pin) or j.unavailable.get(c.vllm_pin) or "not resolvable"
+            row = unavailable_row(c, pin or "?", why, command_id)
+            block.verdicts.append(dict(row, id=len(block.verdicts) + 1))
+            continue
+        for judged in sweep.judge(c, targets, command_id, later):
+            row_id = len(block.verdicts) + 1
+            block.verdicts.append(dict(judged.row, id=row_id))
+            block.links += [[row_id, i] for i in dict.fromkeys(judged.cause_ids)]
+            if judged.row["judged"]:
+                version = judged.row["vllm_version"]
+                ids = tuple(judged.cause_ids)
+                fix_rows.append(FixRow(c, version, judged.outcome, ids, judged.cause_keys))
+    return fix_rows
+
+
+def _targets(j: Judging, c: Combination) -> list[tuple[str, int, int]]:
+    """(release, judged, pinned) of one combination: every judged release, or its pin's."""
+    if j.explicit:
+        true_pin = resolve_pin(c.vllm_pin, j.releases)
+        return [(v, 1, int(v == true_pin)) for v in j.releases]
+    pinned = j.pin_of.get(c.vllm_pin)
+    return [(pinned, 1, 1)] if pinned is not None and j.pool.knows(pinned) else []
+
+
+def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook) -> None:
+    """The fix stage on one recipe: a planned (and re-judged) fix, or why there is none, per
+    cause; and where in the recipe file each cause lives."""
+    from compat.fix.context import Context
+    from compat.fix.edits import dumps
+    from compat.fix.locate import cause_path, key_lines, line_of
+    from compat.fix.plan import build_cases, plan_all
+
+    if not book.rows:
+        return
+    cases = build_cases(j.repo, {path: rows} if rows else {}, book.rows, pinned=not j.explicit)
+    planned = plan_all(cases, Context(j.repo, j.pool, j.resolve_pin))
+    lines = key_lines((j.repo.root / path).read_text(encoding="utf-8"))
+    for row in book.rows:
+        where = cause_path(row)
+        row.update(field=".".join(where), line=line_of(lines, where))
+        p = planned.get(row["id"])
+        if p is not None:
+            row.update(
+                fix_kind=p.kind,
+                fix=p.summary,
+                fix_why=p.why,
+                fix_edits=dumps(p.edits),
+                works_from=p.works_from,
+            )
+
+
+@dataclass
+class Offsets:
+    """How many commands, verdicts and causes the blocks written so far hold."""
+
+    commands: int = 0
+    verdicts: int = 0
+    causes: int = 0
+
+
+def write_block(db: Store, block: Block, at: Offsets) -> None:
+    """Append `block`'s rows with their ids shifted past the blocks before it; advance `at`."""
+    from compat.tables import CauseRow, Command, Verdict, VerdictCause
+
+    def shift(value: int | None, by: int) -> int | None:
+        return None if value is None else value + by
+
+    db.append(
+        Command,
+        [{"id": at.commands + i, "argv": argv} for i, argv in enumerate(block.commands, 1)],
+    )
+    db.append(
+        Verdict,
+        [
+            dict(
+                r,
+                id=r["id"] + at.verdicts,
+                command_id=shift(r["command_id"], at.commands),
+                cause_id=shift(r["cause_id"], at.causes),
+            )
+            for r in block.verdicts
+        ],
+    )
+    db.append(
+        VerdictCause,
+        [{"verdict_id": v + at.verdicts, "cause_id": c + at.causes} for v, c in block.links],
+    )
+    db.append(CauseRow, [dict(r, id=r["id"] + at.causes) for r in block.causes])
+    at.commands += len(block.commands)
+    at.verdicts += len(block.verdicts)
+    at.causes += len(block.causes)
+
+
+class DraftRows:
+    """The `draft_mapping` rows of a build, from its blocks' draft mappings.
+
+    A build judges every recipe, then plans every recipe's fixes; a judge notes a mapping
+    the first time it meets it. Replaying the blocks' mappings in that order (the judging
+    ones as blocks come, the fix planning ones after the last block) gives the same rows in
+    the same order, whichever blocks were reused.
+    """
+
+    def __init__(self, releases: list[str]) -> None:
+        self._met: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {v: {} for v in releases}
+        self._later: list[list[Any]] = []
+
+    def add(self, block: Block) -> None:
+        self._meet(block.drafts.get("judge", []))
+        self._later += block.drafts.get("fix", [])
+
+    def _meet(self, drafts: list[list[Any]]) -> None:
+        for version, key, m in drafts:
+            if version in self._met:
+                self._met[version].setdefault(tuple(key), m)
+
+    def rows(self) -> list[dict[str, Any]]:
+        self._meet(self._later)
+        self._later = []
+        return [dict(m, vllm_version=v) for v, met in self._met.items() for m in met.values()]
