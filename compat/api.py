@@ -110,7 +110,9 @@ def build(
 ) -> dict[str, Any]:
     """Scan + load recipes + resolve models + decide every combination; one atomic write.
 
-    With `facts_lock`, the lock answers first for every id it holds (offline)."""
+    With `facts_lock`, the lock answers first for every id it holds (offline). A recipe whose
+    inputs are unchanged since a build that cached its results is not judged again
+    (compat.reuse)."""
     import time
 
     from compat import store
@@ -143,7 +145,7 @@ def build(
             index = _index_or_none() if online else None
             judging = _judging(db, repo, trees, releases, models, shell, index, say)
             judging.explicit, judging.pin_of, judging.unavailable = explicit, pin_of, unavailable
-            written, by_status = _judge_all(db, judging, combos, say)
+            written, by_status = _judge_all(db, judging, combos, index, say)
             db.replace(RecipeFile, _recipe_hashes(repo))
             db.replace(ModelFact, _model_fact_rows(models, combos))
     return {
@@ -250,6 +252,7 @@ def _judging(
     from functools import partial
 
     from compat.blocks import Judging, Recorder
+    from compat.reuse import model_hasher
     from compat.verdict.releases import ReleasePool
 
     moe = repo.declared_moe()
@@ -258,7 +261,10 @@ def _judging(
     pool = ReleasePool(
         {}, models, moe, index=index, progress=say, shell=shell, lazy=lazy, trace=recorder
     )
-    return Judging(repo, pool, releases, False, {}, {}, recorder)
+    fingerprints = {v: trees[v].fingerprint() for v in releases}
+    return Judging(
+        repo, pool, releases, False, {}, {}, recorder, model_hasher(models.resolve), fingerprints
+    )
 
 
 def _judge_of(db: Any, tree: Any, models: Any, moe: dict[str, bool], shell: Any) -> Any:
@@ -269,28 +275,53 @@ def _judge_of(db: Any, tree: Any, models: Any, moe: dict[str, bool], shell: Any)
 
 
 def _judge_all(
-    db: Any, j: Any, combos: list[Any], say: Progress
+    db: Any, j: Any, combos: list[Any], index: list[str] | None, say: Progress
 ) -> tuple[int, Counter[tuple[str, str]]]:
-    """Every recipe's block, judged and written as it comes; returns (verdict rows written,
-    count per (release, status) at the judged releases)."""
+    """Every recipe's block, reused or judged, written as it comes; returns (verdict rows
+    written, count per (release, status) at the judged releases)."""
     from compat.blocks import DraftRows, Offsets, judge_recipe, write_block
+    from compat.reuse import ResultCache, recipe_keys
     from compat.tables import CauseRow, Command, DraftMapping, Verdict, VerdictCause
 
     by_recipe: dict[str, list[Any]] = {}
     for c in combos:
         by_recipe.setdefault(c.recipe, []).append(c)
+    keys = recipe_keys(_shared_inputs(j, index), j.repo.root, by_recipe)
+    cache = ResultCache()
     for record in (Verdict, VerdictCause, Command, CauseRow):
         db.replace(record, [])
     at, drafts, by_status = Offsets(), DraftRows(j.releases), Counter[tuple[str, str]]()
+    judged = 0
     for n, (path, group) in enumerate(by_recipe.items(), 1):
-        block = judge_recipe(j, path, group)
+        block = cache.get(keys[path], j.model_hash)
+        if block is None:
+            block = judge_recipe(j, path, group)
+            cache.put(keys[path], block)
+            judged += 1
         write_block(db, block, at)
         drafts.add(block)
         by_status.update(block.judged_statuses())
         if n % 20 == 0:
-            say(f"recipes: {n} of {len(by_recipe)} judged")
+            say(f"recipes: {n} of {len(by_recipe)} done ({judged} judged, {n - judged} reused)")
     db.append(DraftMapping, drafts.rows())
+    say(f"recipes: {judged} judged, {len(by_recipe) - judged} reused (inputs unchanged)")
     return at.verdicts, by_status
+
+
+def _shared_inputs(j: Any, index: list[str] | None) -> dict[str, Any]:
+    """What every recipe's results depend on besides its own file and the model facts it
+    read (compat.reuse)."""
+    from compat.reuse import checkout_hash
+    from compat.sources.pypi import sdist_hashes
+
+    return {
+        "checkout": checkout_hash(j.repo.root, j.repo.recipes),
+        "explicit": j.explicit,
+        "releases": [[v, j.fingerprints[v]] for v in j.releases],
+        "pin_of": sorted(j.pin_of.items()),
+        "unavailable": sorted(j.unavailable.items()),
+        "index": sdist_hashes() if index is not None else None,
+    }
 
 
 def _index_or_none() -> list[str] | None:

@@ -3,7 +3,7 @@
 Nothing one recipe's verdicts, causes and fixes say depends on another recipe: the judges
 share caches across recipes, never answers. So a build judges recipe by recipe, writes each
 block when it is done (no row is held for the whole checkout), and can reuse a block whose
-inputs did not change. A block numbers its commands, verdicts and causes
+inputs did not change (compat.reuse). A block numbers its commands, verdicts and causes
 from 1; writing shifts them by what the blocks before it hold, so a reused block gets the
 ids a full build gives it, and the tables are the same row for row.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ class Block:
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     links: list[list[int]] = field(default_factory=list)  # [verdict id, cause id]
     causes: list[dict[str, Any]] = field(default_factory=list)
+    models: dict[str, str] = field(default_factory=dict)  # model id -> hash of its facts, read
     drafts: Drafts = field(default_factory=lambda: {p: [] for p in PHASES})
 
     def as_json(self) -> dict[str, Any]:
@@ -54,6 +55,7 @@ class Block:
             "verdicts": self.verdicts,
             "links": self.links,
             "causes": self.causes,
+            "models": self.models,
             "drafts": self.drafts,
         }
 
@@ -112,6 +114,8 @@ class Judging:
     pin_of: dict[str, str]
     unavailable: dict[str, str]
     recorder: Recorder
+    model_hash: Callable[[str], str]
+    fingerprints: dict[str, str]  # release -> its source's fingerprint (the facts' key)
 
     def resolve_pin(self, pin: str) -> str | None:
         return self.pin_of.get(pin) or resolve_pin(pin, self.pool.releases)
@@ -129,7 +133,8 @@ def judge_recipe(j: Judging, path: str, combos: list[Combination]) -> Block:
     j.recorder.phase = "fix"
     _fixes(j, path, fix_rows, book)
     block.causes = book.rows
-    _models, block.drafts = j.recorder.take()
+    models, block.drafts = j.recorder.take()
+    block.models = {m: j.model_hash(m) for m in models}
     j.pool.forget_outcomes()
     return block
 

@@ -1,0 +1,150 @@
+"""Reused results: each recipe's block (compat.blocks), cached under the hash of its inputs.
+
+A recipe's verdicts, causes and fixes are a function of, and keyed on:
+
+- the recipe file (its path and content);
+- the rest of the checkout the synthesis replay reads (every file outside `models/`, hidden
+  folders and `node_modules/`: strategies, kv_store, taxonomy, platforms, the synthesizer)
+  and the list of recipe files (the JSON API publishes a variant under its own model id only
+  when no recipe file is named for it);
+- the releases judged (label, source fingerprint), how pins resolved, which could not be
+  analysed, and the releases on the package index with their sdist hashes (works_from and
+  pin bumps search them; None offline);
+- this project's own version: every file of compat/, data/ and schema/ (so the analyzer's
+  facts too);
+- the model facts of every id its judging read (served models and draft checkpoints): kept
+  in the block and compared on reuse, since they come from the Hub, an HF cache or a lock.
+
+The cache lives in `$COMPAT_CACHE/results` (gzipped JSON, written atomically), so a build
+into a fresh database reuses it too (CI restores the cache, not the database).
+`COMPAT_REUSE=0` judges everything again (and writes nothing to the cache).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from compat.blocks import Block
+
+#: Bump when a block's shape changes: older entries are then never read.
+CACHE_VERSION = "1"
+_SKIPPED_DIRS = frozenset({"models", "node_modules"})
+
+
+def _hash_files(h: Any, root: Path, files: Iterable[Path]) -> None:
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+
+
+@lru_cache(maxsize=1)
+def project_hash() -> str:
+    """The code and curated data every result is computed with."""
+    from compat.resources import data_dir, schema_dir
+
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    _hash_files(h, package, sorted(package.rglob("*.py")))
+    for d in (data_dir(), schema_dir()):
+        _hash_files(h, d, sorted(p for p in d.rglob("*") if p.is_file() and _kept(p, d)))
+    return h.hexdigest()
+
+
+def _kept(path: Path, root: Path) -> bool:
+    parts = path.relative_to(root).parts
+    return not any(p.startswith(".") or p == "__pycache__" for p in parts)
+
+
+def checkout_hash(root: Path, recipe_paths: Iterable[str]) -> str:
+    """Every file of the checkout a recipe's results may read besides its own, and the list
+    of recipe files."""
+    root = Path(root)
+    h = hashlib.sha256()
+    h.update(json.dumps(sorted(recipe_paths)).encode())
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and _kept(p, root) and p.relative_to(root).parts[0] not in _SKIPPED_DIRS
+    )
+    _hash_files(h, root, files)
+    return h.hexdigest()
+
+
+def recipe_keys(common: dict[str, Any], root: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Each recipe's cache key: the inputs every recipe shares (`common`, JSON) and its file."""
+    shared = hashlib.sha256(
+        json.dumps({"version": CACHE_VERSION, "project": project_hash(), **common}).encode()
+    ).hexdigest()
+    out = {}
+    for path in paths:
+        content = hashlib.sha256((Path(root) / path).read_bytes()).hexdigest()
+        out[path] = hashlib.sha256(f"{shared}\0{path}\0{content}".encode()).hexdigest()
+    return out
+
+
+def model_hasher(resolve: Callable[[str], Any]) -> Callable[[str], str]:
+    """Hash of a model id's facts as the resolver gives them (memoised per id)."""
+    import dataclasses
+
+    memo: dict[str, str] = {}
+
+    def digest(model_id: str) -> str:
+        if model_id not in memo:
+            facts = dataclasses.asdict(resolve(model_id))
+            text = json.dumps(facts, sort_keys=True, default=repr)
+            memo[model_id] = hashlib.sha256(text.encode()).hexdigest()
+        return memo[model_id]
+
+    return digest
+
+
+class ResultCache:
+    """Blocks by key under `root` (default `$COMPAT_CACHE/results`)."""
+
+    def __init__(self, root: Path | None = None, enabled: bool | None = None) -> None:
+        from compat.sources.pypi import cache_dir
+
+        self.root = root if root is not None else cache_dir() / "results"
+        self.enabled = os.environ.get("COMPAT_REUSE", "1") != "0" if enabled is None else enabled
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json.gz"
+
+    def get(self, key: str, model_hash: Callable[[str], str]) -> Block | None:
+        """The block stored under `key`, if the model facts it read are still the same."""
+        if not self.enabled:
+            return None
+        try:
+            doc = json.loads(gzip.decompress(self._path(key).read_bytes()))
+            block = Block.from_json(doc)
+        except (OSError, ValueError, KeyError, TypeError, EOFError):
+            return None  # absent, or unreadable: judged again (and rewritten)
+        if any(model_hash(m) != h for m, h in block.models.items()):
+            return None
+        return block
+
+    def put(self, key: str, block: Block) -> None:
+        if not self.enabled:
+            return
+        path = self._path(key)
+        data = gzip.compress(json.dumps(block.as_json()).encode(), compresslevel=1)
+        tmp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".block-", dir=path.parent)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written costs the next build time, nothing else
+        finally:
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
