@@ -116,8 +116,10 @@ def build(
     import time
 
     from compat import store
+    from compat.blocks import model_ids
     from compat.hf.lock import read_lock
-    from compat.recipes import enumerate_repo, load_repo
+    from compat.recipes import load_repo
+    from compat.reuse import RecipeCache
     from compat.sources.pypi import one_index_answer
     from compat.tables import ModelFact, RecipeFile, ShellVariable
     from compat.verdict.shell import read_placeholders
@@ -128,15 +130,18 @@ def build(
     lock = read_lock(facts_lock) if facts_lock is not None else None
     with one_index_answer():
         repo = load_repo(recipes)
-        combos = enumerate_repo(repo).combinations
-        say(f"recipes: {len(repo.recipes)} files, {len(combos)} combinations")
+        cache = RecipeCache(repo.root, repo.recipes)
+        outlines, combos = _outlines(repo, cache)
+        count = sum(o.count for o in outlines.values())
+        say(f"recipes: {len(repo.recipes)} files, {count} combinations")
         explicit = bool(versions or srcs)
         # A build from local trees only stays offline (model facts, works_from's search).
         online = bool(versions or not explicit)
-        trees, pin_of, unavailable = _open_trees(combos, versions, srcs, progress)
+        pins = {p for o in outlines.values() for p in o.pins}
+        trees, pin_of, unavailable = _open_trees(pins, versions, srcs, progress)
         models = _model_resolver(trees, hf_config_dir, allow_hub, lock, online, say)
-        models.prefetch(recipe_model_ids(combos))
-        coverage = models.coverage([c.model_id for c in combos if not c.omni])
+        models.prefetch(model_ids(outlines.values()))
+        coverage = models.coverage([m for o in outlines.values() for m in o.served])
         say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
         with store.writing(db_path) as db:
             releases = _write_release_facts(db, trees, unavailable, say)
@@ -145,11 +150,13 @@ def build(
             index = _index_or_none() if online else None
             judging = _judging(db, repo, trees, releases, models, shell, index, say)
             judging.explicit, judging.pin_of, judging.unavailable = explicit, pin_of, unavailable
-            written, by_status = _judge_all(db, judging, combos, index, say)
+            cache.share(_shared_inputs(judging, index))
+            written, by_status = _judge_all(db, judging, outlines, combos, cache, say)
             db.replace(RecipeFile, _recipe_hashes(repo))
-            db.replace(ModelFact, _model_fact_rows(models, combos))
+            served = {m for o in outlines.values() for m in o.model_ids}
+            db.replace(ModelFact, _model_fact_rows(models, served))
     return {
-        "combinations": len(combos),
+        "combinations": count,
         "releases": releases,
         "unavailable": unavailable,
         "coverage": coverage,
@@ -162,8 +169,25 @@ def build(
     }
 
 
+def _outlines(repo: Any, cache: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Each recipe's outline (compat.blocks.Outline), from the cache where its inputs are
+    unchanged; the combinations of the recipes enumerated to make theirs."""
+    from compat.blocks import Outline
+    from compat.recipes import enumerate_recipe
+
+    outlines, combos = {}, {}
+    for path, recipe in repo.recipes.items():
+        outline = cache.outline(path)
+        if outline is None:
+            combos[path] = enumerate_recipe(repo, recipe)
+            outline = Outline.of(combos[path])
+            cache.put_outline(path, outline)
+        outlines[path] = outline
+    return outlines, combos
+
+
 def _open_trees(
-    combos: list[Any], versions: list[str], srcs: list[str], progress: Progress | None
+    pins: set[str], versions: list[str], srcs: list[str], progress: Progress | None
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """(label -> tree, pin -> release, release or pin -> why unavailable) of the releases a
     build judges: those given, else every release a recipe pins."""
@@ -180,7 +204,6 @@ def _open_trees(
             t = tree_from_path(s)
             trees[t.version] = t
         return trees, {}, unavailable
-    pins = {c.vllm_pin for c in combos if c.vllm_pin}
     pin_of = _resolve_pins(pins, progress)
     for pin in sorted(pins):
         if pin not in pin_of:
@@ -275,47 +298,47 @@ def _judge_of(db: Any, tree: Any, models: Any, moe: dict[str, bool], shell: Any)
 
 
 def _judge_all(
-    db: Any, j: Any, combos: list[Any], index: list[str] | None, say: Progress
+    db: Any,
+    j: Any,
+    outlines: dict[str, Any],
+    combos: dict[str, list[Any]],
+    cache: Any,
+    say: Progress,
 ) -> tuple[int, Counter[tuple[str, str]]]:
     """Every recipe's block, reused or judged, written as it comes; returns (verdict rows
     written, count per (release, status) at the judged releases)."""
     from compat.blocks import DraftRows, Offsets, judge_recipe, write_block
-    from compat.reuse import ResultCache, recipe_keys
+    from compat.recipes import enumerate_recipe
     from compat.tables import CauseRow, Command, DraftMapping, Verdict, VerdictCause
 
-    by_recipe: dict[str, list[Any]] = {}
-    for c in combos:
-        by_recipe.setdefault(c.recipe, []).append(c)
-    keys = recipe_keys(_shared_inputs(j, index), j.repo.root, by_recipe)
-    cache = ResultCache()
     for record in (Verdict, VerdictCause, Command, CauseRow):
         db.replace(record, [])
     at, drafts, by_status = Offsets(), DraftRows(j.releases), Counter[tuple[str, str]]()
+    paths = [path for path, o in outlines.items() if o.count]
     judged = 0
-    for n, (path, group) in enumerate(by_recipe.items(), 1):
-        block = cache.get(keys[path], j.model_hash)
+    for n, path in enumerate(paths, 1):
+        block = cache.block(path, j.model_hash)
         if block is None:
+            group = combos.get(path) or enumerate_recipe(j.repo, j.repo.recipes[path])
             block = judge_recipe(j, path, group)
-            cache.put(keys[path], block)
+            cache.put_block(path, block)
             judged += 1
         write_block(db, block, at)
         drafts.add(block)
         by_status.update(block.judged_statuses())
         if n % 20 == 0:
-            say(f"recipes: {n} of {len(by_recipe)} done ({judged} judged, {n - judged} reused)")
+            say(f"recipes: {n} of {len(paths)} done ({judged} judged, {n - judged} reused)")
     db.append(DraftMapping, drafts.rows())
-    say(f"recipes: {judged} judged, {len(by_recipe) - judged} reused (inputs unchanged)")
+    say(f"recipes: {judged} judged, {len(paths) - judged} reused (inputs unchanged)")
     return at.verdicts, by_status
 
 
 def _shared_inputs(j: Any, index: list[str] | None) -> dict[str, Any]:
     """What every recipe's results depend on besides its own file and the model facts it
     read (compat.reuse)."""
-    from compat.reuse import checkout_hash
     from compat.sources.pypi import sdist_hashes
 
     return {
-        "checkout": checkout_hash(j.repo.root, j.repo.recipes),
         "explicit": j.explicit,
         "releases": [[v, j.fingerprints[v]] for v in j.releases],
         "pin_of": sorted(j.pin_of.items()),
@@ -344,11 +367,11 @@ def _recipe_hashes(repo: Any) -> list[dict[str, str]]:
     ]
 
 
-def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
+def _model_fact_rows(models: Any, ids: set[str]) -> list[dict[str, Any]]:
     import json
 
     out = []
-    for mid in sorted({c.model_id for c in combos}):
+    for mid in sorted(ids):
         f = models.resolve(mid)
         out.append(
             {
@@ -371,21 +394,9 @@ def _model_fact_rows(models: Any, combos: list[Any]) -> list[dict[str, Any]]:
 def recipe_model_ids(combos: list[Any]) -> list[str]:
     """Every model id the combinations use: served models (omni recipes aside) and the draft
     checkpoints their --speculative-config names, in first-seen order."""
-    from compat.recipes import parse_serve_args
+    from compat.blocks import Outline, model_ids
 
-    ids: dict[str, str] = {}
-    argvs: set[tuple[str, ...]] = set()
-    for c in combos:
-        if c.omni:
-            continue
-        ids.setdefault(c.model_id.casefold(), c.model_id)
-        argvs.update(tuple(a) for _role, a in c.argvs)
-    for argv in sorted(argvs):
-        spec = parse_serve_args(list(argv)).speculative_config
-        model = spec.get("model") if isinstance(spec, dict) else None
-        if isinstance(model, str) and "/" in model and not model.startswith(("/", ".")):
-            ids.setdefault(model.casefold(), model)
-    return list(ids.values())
+    return model_ids([Outline.of(combos)])
 
 
 def lock_models(

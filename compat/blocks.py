@@ -68,6 +68,52 @@ class Block:
         return Counter((r["vllm_version"], r["status"]) for r in self.verdicts if r["judged"])
 
 
+@dataclass
+class Outline:
+    """What a build needs of a recipe's combinations before judging them, or instead of them
+    when its block is reused: how many, the pins they name, the model ids they serve and the
+    draft checkpoints their argvs name."""
+
+    count: int
+    pins: list[str]
+    served: list[str]  # model ids of the combinations vLLM serves (omni aside), first seen first
+    model_ids: list[str]  # every combination's model id, once each
+    drafts: list[list[Any]]  # [argv, draft checkpoint] of each argv whose spec config names one
+
+    @classmethod
+    def of(cls, combos: list[Combination]) -> Outline:
+        from compat.recipes import parse_serve_args
+
+        argvs = sorted({tuple(a) for c in combos if not c.omni for _role, a in c.argvs})
+        drafts = []
+        for argv in argvs:
+            spec = parse_serve_args(list(argv)).speculative_config
+            model = spec.get("model") if isinstance(spec, dict) else None
+            if isinstance(model, str) and "/" in model and not model.startswith(("/", ".")):
+                drafts.append([list(argv), model])
+        return cls(
+            count=len(combos),
+            pins=sorted({c.vllm_pin for c in combos if c.vllm_pin}),
+            served=list(dict.fromkeys(c.model_id for c in combos if not c.omni)),
+            model_ids=list(dict.fromkeys(c.model_id for c in combos)),
+            drafts=drafts,
+        )
+
+
+def model_ids(outlines: Iterable[Outline]) -> list[str]:
+    """Every model id the combinations use: the served models (omni recipes aside) in first-seen
+    order, then the draft checkpoints in the order of the argvs naming them; once each."""
+    outlines = list(outlines)
+    ids: dict[str, str] = {}
+    for o in outlines:
+        for mid in o.served:
+            ids.setdefault(mid.casefold(), mid)
+    drafts = {tuple(argv): model for o in outlines for argv, model in o.drafts}
+    for argv in sorted(drafts):
+        ids.setdefault(drafts[argv].casefold(), drafts[argv])
+    return list(ids.values())
+
+
 class Recorder:
     """Listens to every judge of a build (compat.verdict.trace) on behalf of the recipe being
     judged: the model ids it read, and the draft mappings it met at the build's releases."""

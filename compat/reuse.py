@@ -22,6 +22,7 @@ into a fresh database reuses it too (CI restores the cache, not the database).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -32,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from compat.blocks import Block
+from compat.blocks import Block, Outline
 
 #: Bump when a block's shape changes: older entries are then never read.
 CACHE_VERSION = "1"
@@ -78,22 +79,8 @@ def checkout_hash(root: Path, recipe_paths: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-def recipe_keys(common: dict[str, Any], root: Path, paths: Iterable[str]) -> dict[str, str]:
-    """Each recipe's cache key: the inputs every recipe shares (`common`, JSON) and its file."""
-    shared = hashlib.sha256(
-        json.dumps({"version": CACHE_VERSION, "project": project_hash(), **common}).encode()
-    ).hexdigest()
-    out = {}
-    for path in paths:
-        content = hashlib.sha256((Path(root) / path).read_bytes()).hexdigest()
-        out[path] = hashlib.sha256(f"{shared}\0{path}\0{content}".encode()).hexdigest()
-    return out
-
-
 def model_hasher(resolve: Callable[[str], Any]) -> Callable[[str], str]:
     """Hash of a model id's facts as the resolver gives them (memoised per id)."""
-    import dataclasses
-
     memo: dict[str, str] = {}
 
     def digest(model_id: str) -> str:
@@ -107,7 +94,7 @@ def model_hasher(resolve: Callable[[str], Any]) -> Callable[[str], str]:
 
 
 class ResultCache:
-    """Blocks by key under `root` (default `$COMPAT_CACHE/results`)."""
+    """Outlines and blocks by key under `root` (default `$COMPAT_CACHE/results`)."""
 
     def __init__(self, root: Path | None = None, enabled: bool | None = None) -> None:
         from compat.sources.pypi import cache_dir
@@ -118,28 +105,23 @@ class ResultCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json.gz"
 
-    def get(self, key: str, model_hash: Callable[[str], str]) -> Block | None:
-        """The block stored under `key`, if the model facts it read are still the same."""
+    def _read(self, key: str) -> Any:
         if not self.enabled:
             return None
         try:
-            doc = json.loads(gzip.decompress(self._path(key).read_bytes()))
-            block = Block.from_json(doc)
-        except (OSError, ValueError, KeyError, TypeError, EOFError):
-            return None  # absent, or unreadable: judged again (and rewritten)
-        if any(model_hash(m) != h for m, h in block.models.items()):
-            return None
-        return block
+            return json.loads(gzip.decompress(self._path(key).read_bytes()))
+        except (OSError, ValueError, EOFError):
+            return None  # absent, or unreadable: computed again (and rewritten)
 
-    def put(self, key: str, block: Block) -> None:
+    def _write(self, key: str, doc: Any) -> None:
         if not self.enabled:
             return
         path = self._path(key)
-        data = gzip.compress(json.dumps(block.as_json()).encode(), compresslevel=1)
+        data = gzip.compress(json.dumps(doc).encode(), compresslevel=1)
         tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".block-", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=".entry-", dir=path.parent)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
@@ -148,3 +130,62 @@ class ResultCache:
         finally:
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
+
+    def outline(self, key: str) -> Outline | None:
+        doc = self._read(key)
+        try:
+            return Outline(**doc) if isinstance(doc, dict) else None
+        except TypeError:
+            return None
+
+    def put_outline(self, key: str, outline: Outline) -> None:
+        self._write(key, dataclasses.asdict(outline))
+
+    def block(self, key: str, model_hash: Callable[[str], str]) -> Block | None:
+        """The block stored under `key`, if the model facts it read are still the same."""
+        doc = self._read(key)
+        try:
+            block = Block.from_json(doc) if isinstance(doc, dict) else None
+        except (KeyError, TypeError):
+            return None
+        if block is None or any(model_hash(m) != h for m, h in block.models.items()):
+            return None
+        return block
+
+    def put_block(self, key: str, block: Block) -> None:
+        self._write(key, block.as_json())
+
+
+class RecipeCache:
+    """A checkout's recipes in the cache: each one's outline, keyed on its file, the rest of the
+    checkout and the project; and its block, keyed on those and the inputs every recipe shares."""
+
+    def __init__(self, root: Path, paths: Iterable[str], cache: ResultCache | None = None) -> None:
+        paths = list(paths)
+        self.cache = cache or ResultCache()
+        self.checkout = checkout_hash(root, paths)
+        self._content = {
+            p: hashlib.sha256((Path(root) / p).read_bytes()).hexdigest() for p in paths
+        }
+        self._shared = ""
+
+    def _key(self, kind: str, path: str) -> str:
+        parts = (kind, CACHE_VERSION, project_hash(), self.checkout, self._shared, path)
+        return hashlib.sha256("\0".join((*parts, self._content[path])).encode()).hexdigest()
+
+    def outline(self, path: str) -> Outline | None:
+        return self.cache.outline(self._key("outline", path))
+
+    def put_outline(self, path: str, outline: Outline) -> None:
+        self.cache.put_outline(self._key("outline", path), outline)
+
+    def share(self, inputs: dict[str, Any]) -> None:
+        """What every recipe's block depends on besides its own file and the model facts it read."""
+        self._shared = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+    def block(self, path: str, model_hash: Callable[[str], str]) -> Block | None:
+        assert self._shared, "share() the inputs every recipe's block depends on first"
+        return self.cache.block(self._key("block", path), model_hash)
+
+    def put_block(self, path: str, block: Block) -> None:
+        self.cache.put_block(self._key("block", path), block)
