@@ -22,8 +22,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from compat.hf.tree_memo import memo
 from compat.sources.tree import VllmTree
 
 CONFIG_PY = "vllm/transformers_utils/config.py"
@@ -119,6 +121,19 @@ def config_registry(tree: VllmTree) -> dict[str, list[str]]:
     return out
 
 
+def _class_files(tree: VllmTree) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    pat = re.compile(r"^class\s+(\w+)\s*[(:]", re.MULTILINE)
+    for base in MODEL_DIRS:
+        if not (tree.root / base).is_dir():
+            continue
+        for rel in tree.py_files(base):
+            text = tree.read(rel) or ""
+            for m in pat.finditer(text):
+                found.setdefault(m.group(1), []).append(rel)
+    return found
+
+
 class VllmConfigTypes:
     """The fallback described in the module docstring, per tree, lazily per architecture."""
 
@@ -129,18 +144,10 @@ class VllmConfigTypes:
         self._cache: dict[str, TypeHit | None] = {}
 
     def _files(self, tree: VllmTree) -> dict[str, list[str]]:
-        """class name -> defining files, found by a text scan (no parse) of the model dirs."""
+        """class name -> defining files, found by a text scan (no parse) of the model dirs
+        (cached per release: hundreds of files read, compat.hf.tree_memo)."""
         if tree.version not in self._class_files:
-            found: dict[str, list[str]] = {}
-            pat = re.compile(r"^class\s+(\w+)\s*[(:]", re.MULTILINE)
-            for base in MODEL_DIRS:
-                if not (tree.root / base).is_dir():
-                    continue
-                for rel in tree.py_files(base):
-                    text = tree.read(rel) or ""
-                    for m in pat.finditer(text):
-                        found.setdefault(m.group(1), []).append(rel)
-            self._class_files[tree.version] = found
+            self._class_files[tree.version] = memo(tree, "class-files", lambda: _class_files(tree))
         return self._class_files[tree.version]
 
     def lookup(self, arch: str) -> TypeHit | None:
@@ -152,7 +159,9 @@ class VllmConfigTypes:
             if not rels:
                 continue
             if tree.version not in self._registry:
-                self._registry[tree.version] = config_registry(tree)
+                self._registry[tree.version] = memo(
+                    tree, "config-registry", partial(config_registry, tree)
+                )
             registry = self._registry[tree.version]
             # config classes imported by every file that defines the class (platform variants)
             imported: set[str] | None = None

@@ -117,6 +117,18 @@ def parse_registry(tree: VllmTree) -> list[Example]:
     return out
 
 
+def cached_registry(tree: VllmTree) -> list[Example]:
+    """`parse_registry`, cached per release (compat.hf.tree_memo)."""
+    from compat.hf.tree_memo import memo
+
+    rows = memo(
+        tree,
+        "tests-registry",
+        lambda: [[e.model_id, e.arch, e.table, e.line, e.overridden] for e in parse_registry(tree)],
+    )
+    return [Example(mid, arch, table, tree.version, line, o) for mid, arch, table, line, o in rows]
+
+
 def parse_groundtruth(tree: VllmTree) -> list[Groundtruth]:
     text = tree.read(GROUNDTRUTH)
     if text is None:
@@ -147,7 +159,7 @@ class VllmTestsIndex:
         self._examples: dict[str, list[Example]] = {}
         self._groundtruth: dict[str, list[Groundtruth]] = {}
         for tree in trees:
-            for ex in parse_registry(tree):
+            for ex in cached_registry(tree):
                 self._examples.setdefault(ex.model_id.casefold(), []).append(ex)
             for gt in parse_groundtruth(tree):
                 self._groundtruth.setdefault(gt.model_id.casefold(), []).append(gt)
