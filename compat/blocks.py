@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compat.tables import Verdict, spec
 from compat.vocab import resolve_pin
 
 if TYPE_CHECKING:
@@ -31,6 +32,13 @@ if TYPE_CHECKING:
     from compat.verdict.batch import CauseBook, Sweep
     from compat.verdict.releases import ReleasePool
 
+#: The `verdict` table's columns, the order a block keeps a verdict row's values in.
+VERDICT_COLUMNS = tuple(spec(Verdict).column_names)
+_VERDICT_DEFAULTS = tuple(c.default for c in spec(Verdict).columns)
+_ID, _COMMAND, _CAUSE, _VERSION, _STATUS, _JUDGED = map(
+    VERDICT_COLUMNS.index, ("id", "command_id", "cause_id", "vllm_version", "status", "judged")
+)
+
 #: Draft mappings met, per phase: [release, mapping key, mapping] in the order first met.
 Drafts = dict[str, list[list[Any]]]
 PHASES = ("judge", "fix")
@@ -38,21 +46,29 @@ PHASES = ("judge", "fix")
 
 @dataclass
 class Block:
-    """A recipe's rows, its ids counted from 1, and what its judging read."""
+    """A recipe's rows, its ids counted from 1, and what its judging read.
+
+    Verdict rows are values in `VERDICT_COLUMNS` order. Stored, every value is an index into
+    one list of the block's distinct values: a block's rows repeat a few hundred reason chains
+    thousands of times (a pinned build's verdicts are 150 MB of text, 5 MB of it distinct).
+    """
 
     recipe: str
     commands: list[str] = field(default_factory=list)  # argv JSON; command id = position + 1
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[list[Any]] = field(default_factory=list)  # values in VERDICT_COLUMNS order
     links: list[list[int]] = field(default_factory=list)  # [verdict id, cause id]
     causes: list[dict[str, Any]] = field(default_factory=list)
     models: dict[str, str] = field(default_factory=dict)  # model id -> hash of its facts, read
     drafts: Drafts = field(default_factory=lambda: {p: [] for p in PHASES})
 
     def as_json(self) -> dict[str, Any]:
+        values, rows = _interned(self.verdicts)
         return {
             "recipe": self.recipe,
             "commands": self.commands,
-            "verdicts": self.verdicts,
+            "columns": list(VERDICT_COLUMNS),
+            "values": values,
+            "verdicts": rows,
             "links": self.links,
             "causes": self.causes,
             "models": self.models,
@@ -61,11 +77,46 @@ class Block:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Block:
-        return cls(**{k: doc[k] for k in cls.__dataclass_fields__})
+        """The block a `as_json` document holds (KeyError: not one this version wrote)."""
+        if tuple(doc["columns"]) != VERDICT_COLUMNS:
+            raise KeyError("columns")
+        at = doc["values"].__getitem__
+        return cls(
+            doc["recipe"],
+            doc["commands"],
+            [list(map(at, r)) for r in doc["verdicts"]],
+            doc["links"],
+            doc["causes"],
+            doc["models"],
+            doc["drafts"],
+        )
 
     def judged_statuses(self) -> Counter[tuple[str, str]]:
         """(release, status) of the rows at the releases the build judges."""
-        return Counter((r["vllm_version"], r["status"]) for r in self.verdicts if r["judged"])
+        return Counter((r[_VERSION], r[_STATUS]) for r in self.verdicts if r[_JUDGED])
+
+
+def _interned(rows: list[list[Any]]) -> tuple[list[Any], list[list[int]]]:
+    """(the distinct values, each row as indexes into them)."""
+    index: dict[tuple[type, Any], int] = {}
+    values: list[Any] = []
+    out = []
+    for row in rows:
+        ids = []
+        for v in row:
+            key = (type(v), v)  # 1 and True are one dict key, not one value
+            i = index.get(key)
+            if i is None:
+                i = index[key] = len(values)
+                values.append(v)
+            ids.append(i)
+        out.append(ids)
+    return values, out
+
+
+def verdict_values(row: dict[str, Any]) -> list[Any]:
+    """A `verdict` row (dict) as values in `VERDICT_COLUMNS` order, defaults filled in."""
+    return list(map(row.get, VERDICT_COLUMNS, _VERDICT_DEFAULTS))
 
 
 @dataclass
@@ -199,11 +250,11 @@ def _verdicts(j: Judging, combos: list[Combination], sweep: Sweep, block: Block)
             pin = j.pin_of.get(c.vllm_pin, c.vllm_pin)
             why = j.unavailable.get(pin) or j.unavailable.get(c.vllm_pin) or "not resolvable"
             row = unavailable_row(c, pin or "?", why, command_id)
-            block.verdicts.append(dict(row, id=len(block.verdicts) + 1))
+            block.verdicts.append(verdict_values(dict(row, id=len(block.verdicts) + 1)))
             continue
         for judged in sweep.judge(c, targets, command_id, later):
             row_id = len(block.verdicts) + 1
-            block.verdicts.append(dict(judged.row, id=row_id))
+            block.verdicts.append(verdict_values(dict(judged.row, id=row_id)))
             block.links += [[row_id, i] for i in dict.fromkeys(judged.cause_ids)]
             if judged.row["judged"]:
                 version = judged.row["vllm_version"]
@@ -259,27 +310,22 @@ class Offsets:
 
 def write_block(db: Store, block: Block, at: Offsets) -> None:
     """Append `block`'s rows with their ids shifted past the blocks before it; advance `at`."""
-    from compat.tables import CauseRow, Command, Verdict, VerdictCause
-
-    def shift(value: int | None, by: int) -> int | None:
-        return None if value is None else value + by
+    from compat.tables import CauseRow, Command, VerdictCause
 
     db.append(
         Command,
         [{"id": at.commands + i, "argv": argv} for i, argv in enumerate(block.commands, 1)],
     )
-    db.append(
-        Verdict,
-        [
-            dict(
-                r,
-                id=r["id"] + at.verdicts,
-                command_id=shift(r["command_id"], at.commands),
-                cause_id=shift(r["cause_id"], at.causes),
-            )
-            for r in block.verdicts
-        ],
-    )
+    rows = []
+    for values in block.verdicts:
+        r = list(values)
+        r[_ID] += at.verdicts
+        if r[_COMMAND] is not None:
+            r[_COMMAND] += at.commands
+        if r[_CAUSE] is not None:
+            r[_CAUSE] += at.causes
+        rows.append(r)
+    db.insert(Verdict, VERDICT_COLUMNS, rows)
     db.append(
         VerdictCause,
         [{"verdict_id": v + at.verdicts, "cause_id": c + at.causes} for v, c in block.links],
