@@ -190,16 +190,19 @@ def _open_trees(
     pins: set[str], versions: list[str], srcs: list[str], progress: Progress | None
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """(label -> tree, pin -> release, release or pin -> why unavailable) of the releases a
-    build judges: those given, else every release a recipe pins."""
-    from compat.errors import UserError
-    from compat.sources import tree_from_index, tree_from_path
+    build judges: those given, else every release a recipe pins. Sdists download at once."""
+    from compat.sources import tree_from_path
+    from compat.sources.pypi import trees_from_index
+    from compat.sources.tree import VllmTree
     from compat.vocab import release_key
 
     trees: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
     if versions or srcs:
-        for v in versions:
-            trees[v] = tree_from_index(v, progress=progress)
+        for v, found in trees_from_index(versions, progress).items():
+            if not isinstance(found, VllmTree):
+                raise found  # a release asked for by name must be there
+            trees[v] = found
         for s in srcs:
             t = tree_from_path(s)
             trees[t.version] = t
@@ -208,11 +211,12 @@ def _open_trees(
     for pin in sorted(pins):
         if pin not in pin_of:
             unavailable[pin] = f"release {pin!r} is not on the package index"
-    for v in sorted(set(pin_of.values()), key=release_key):
-        try:
-            trees[v] = tree_from_index(v, progress=progress)
-        except UserError as exc:
-            unavailable[v] = exc.line()
+    wanted = sorted(set(pin_of.values()), key=release_key)
+    for v, found in trees_from_index(wanted, progress).items():
+        if isinstance(found, VllmTree):
+            trees[v] = found
+        else:
+            unavailable[v] = found.line()
     return trees, pin_of, unavailable
 
 

@@ -396,3 +396,33 @@ def tree_from_index(
         root = extract(sdist, sha, cache)
     _, commit = read_version(root)
     return VllmTree(root=root, version=version, origin="pypi", sha256=sha, commit=commit)
+
+
+def trees_from_index(
+    versions: list[str],
+    progress: Callable[[str], None] | None = None,
+    cache: Path | None = None,
+    workers: int = 4,
+    opener: Opener | None = None,
+) -> dict[str, VllmTree | UserError]:
+    """Each release's tree (or the UserError opening it gave), downloaded and extracted
+    concurrently: a cold build fetches dozens of sdists, each a transfer at a fraction of the
+    link's speed. The threads are joined before this returns, so the scan's forked workers
+    never start in a multi-threaded process."""
+    # Imported before the threads start: two threads importing a module at once, or a module
+    # lock held by one of them when a later scan forks, is how a fork deadlocks.
+    import http.client  # noqa: F401
+    import ssl  # noqa: F401
+    import tarfile  # noqa: F401
+    import urllib.request  # noqa: F401
+    from concurrent.futures import ThreadPoolExecutor
+
+    def opened(version: str) -> VllmTree | UserError:
+        try:
+            return tree_from_index(version, opener, cache, progress)
+        except UserError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(versions)))) as pool:
+        found = dict(zip(versions, pool.map(opened, versions), strict=True))
+    return found
