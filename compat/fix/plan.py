@@ -169,7 +169,7 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
                 for cause in causes(
                     c,
                     o,
-                    judge,
+                    ctx.pool.memoised(release),
                     render,
                     gone_later=partial(_gone_later, ctx.pool, release, c),
                 ):

@@ -110,12 +110,11 @@ class Sweep:
             c.gated,
         )
         if key not in self._causes:
-            judge = self.pool.judge_at(version)
-            assert judge is not None  # judged releases are always in the pool
+            assert self.pool.judge_at(version) is not None  # judged releases are in the pool
             self._causes[key] = causes(
                 c,
                 o,
-                judge,
+                self.pool.memoised(version),
                 self.render,
                 gone_later=lambda k: self.gone_from(version, c, k) is not None,
             )

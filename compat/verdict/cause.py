@@ -25,13 +25,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from compat.recipes import Combination
 from compat.recipes.repo import RecipesRepo
 from compat.recipes.synthesis import STRATEGY, Synthesizer
-from compat.verdict.engine import Judge, Outcome
+from compat.verdict.engine import Outcome
 
 Render = Callable[[Combination, frozenset[str]], Combination | None]
+
+
+class Judges(Protocol):
+    """What cause analysis judges renders with: a release's Judge, or one memoised in the
+    release pool (compat.verdict.releases.Memoised)."""
+
+    def judge(self, c: Combination) -> Outcome: ...
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,7 @@ def renderer(repo: RecipesRepo) -> Render:
 def causes(
     c: Combination,
     outcome: Outcome,
-    judge: Judge,
+    judge: Judges,
     render: Render,
     gone_later: Callable[[str], bool],
 ) -> list[Cause]:

@@ -114,6 +114,10 @@ class ReleasePool:
         self.judges[version] = judge
         return judge
 
+    def memoised(self, version: str) -> Memoised:
+        """`version`'s judge, its verdicts memoised in the pool (see `Memoised`)."""
+        return Memoised(self, version)
+
     def knows(self, version: str) -> bool:
         """Is `version` one of the pool's own releases (judged, or made on first use)?"""
         return version in self.judges or version in self._lazy
@@ -202,6 +206,22 @@ class ReleasePool:
             else:  # False, or unanalysable: not known to pass
                 lo = mid
         return span[hi]
+
+
+class Memoised:
+    """A release's judge whose verdicts go through the pool's memo. Cause analysis judges a row
+    again without one element, and that render often is a row already judged (a feature's row
+    without the feature is the base row) or met by another row's analysis."""
+
+    def __init__(self, pool: ReleasePool, version: str) -> None:
+        self.pool = pool
+        self.version = version
+
+    def judge(self, c: Combination) -> Outcome:
+        o = self.pool.outcome(self.version, c)
+        if o is None:
+            raise ValueError(f"vLLM {self.version} cannot be judged")
+        return o
 
 
 def _notes(facts: dict[str, Any]) -> list[str]:
