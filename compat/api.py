@@ -142,6 +142,8 @@ def build(
         models = _model_resolver(trees, hf_config_dir, allow_hub, lock, online, say)
         models.prefetch(model_ids(outlines.values()))
         coverage = models.coverage([m for o in outlines.values() for m in o.served])
+        for mid in model_ids(outlines.values()):  # resolved in one order, whoever reads them
+            models.resolve(mid)
         say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
         with store.writing(db_path) as db:
             releases = _write_release_facts(db, trees, unavailable, say)
@@ -298,7 +300,7 @@ def _judge_of(db: Any, tree: Any, models: Any, moe: dict[str, bool], shell: Any)
     from compat.verdict.engine import Judge
     from compat.verdict.knowledge import load_knowledge
 
-    return Judge(load_knowledge(db, tree.version, tree), models, moe, shell)
+    return Judge(load_knowledge(db.here(), tree.version, tree), models, moe, shell)
 
 
 def _judge_all(
@@ -309,31 +311,38 @@ def _judge_all(
     cache: Any,
     say: Progress,
 ) -> tuple[int, Counter[tuple[str, str]]]:
-    """Every recipe's block, reused or judged, written as it comes; returns (verdict rows
-    written, count per (release, status) at the judged releases)."""
-    from compat.blocks import DraftRows, Offsets, judge_recipe, write_block
+    """Every recipe's block, reused or judged (on every core), then written in recipe order;
+    returns (verdict rows written, count per (release, status) at the judged releases)."""
+    from compat.blocks import DraftRows, Offsets, write_block
     from compat.recipes import enumerate_recipe
     from compat.tables import CauseRow, Command, DraftMapping, Verdict, VerdictCause
+    from compat.workers import judge_all
 
+    paths = [path for path, o in outlines.items() if o.count]
+    blocks = {p: b for p in paths if (b := cache.block(p, j.model_hash)) is not None}
+    todo = [p for p in paths if p not in blocks]
+    say(f"recipes: {len(todo)} to judge, {len(blocks)} reused (inputs unchanged)")
+    db.con.commit()  # the release facts, for workers reading them through their own connection
+    for n, (path, block) in enumerate(
+        judge_all(
+            j, todo, lambda p: combos.get(p) or enumerate_recipe(j.repo, j.repo.recipes[p]), say
+        ),
+        1,
+    ):
+        blocks[path] = block
+        cache.put_block(path, block)
+        if n % 20 == 0:
+            say(f"recipes: {n} of {len(todo)} judged")
     for record in (Verdict, VerdictCause, Command, CauseRow):
         db.replace(record, [])
     at, drafts, by_status = Offsets(), DraftRows(j.releases), Counter[tuple[str, str]]()
-    paths = [path for path, o in outlines.items() if o.count]
-    judged = 0
-    for n, path in enumerate(paths, 1):
-        block = cache.block(path, j.model_hash)
-        if block is None:
-            group = combos.get(path) or enumerate_recipe(j.repo, j.repo.recipes[path])
-            block = judge_recipe(j, path, group)
-            cache.put_block(path, block)
-            judged += 1
+    for path in paths:
+        block = blocks.pop(path)
         write_block(db, block, at)
         drafts.add(block)
         by_status.update(block.judged_statuses())
-        if n % 20 == 0:
-            say(f"recipes: {n} of {len(paths)} done ({judged} judged, {n - judged} reused)")
     db.append(DraftMapping, drafts.rows())
-    say(f"recipes: {judged} judged, {len(paths) - judged} reused (inputs unchanged)")
+    say(f"recipes: {len(todo)} judged, {len(paths) - len(todo)} reused (inputs unchanged)")
     return at.verdicts, by_status
 
 

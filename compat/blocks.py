@@ -114,9 +114,13 @@ def _interned(rows: list[list[Any]]) -> tuple[list[Any], list[list[int]]]:
     return values, out
 
 
-def verdict_values(row: dict[str, Any]) -> list[Any]:
-    """A `verdict` row (dict) as values in `VERDICT_COLUMNS` order, defaults filled in."""
-    return list(map(row.get, VERDICT_COLUMNS, _VERDICT_DEFAULTS))
+def verdict_values(row: dict[str, Any], seen: dict[str, str]) -> list[Any]:
+    """A `verdict` row (dict) as values in `VERDICT_COLUMNS` order, defaults filled in; a
+    string equal to one in `seen` is that one (a block holds each reason chain once)."""
+    return [
+        seen.setdefault(v, v) if isinstance(v, str) else v
+        for v in map(row.get, VERDICT_COLUMNS, _VERDICT_DEFAULTS)
+    ]
 
 
 @dataclass
@@ -243,6 +247,7 @@ def _verdicts(j: Judging, combos: list[Combination], sweep: Sweep, block: Block)
 
     later = later_than(j.releases)
     fix_rows: list[FixRow] = []
+    seen: dict[str, str] = {}
     for command_id, c in enumerate(combos, 1):
         block.commands.append(json.dumps([[r, list(a)] for r, a in c.argvs]))
         targets = _targets(j, c)
@@ -250,11 +255,11 @@ def _verdicts(j: Judging, combos: list[Combination], sweep: Sweep, block: Block)
             pin = j.pin_of.get(c.vllm_pin, c.vllm_pin)
             why = j.unavailable.get(pin) or j.unavailable.get(c.vllm_pin) or "not resolvable"
             row = unavailable_row(c, pin or "?", why, command_id)
-            block.verdicts.append(verdict_values(dict(row, id=len(block.verdicts) + 1)))
+            block.verdicts.append(verdict_values(dict(row, id=len(block.verdicts) + 1), seen))
             continue
         for judged in sweep.judge(c, targets, command_id, later):
             row_id = len(block.verdicts) + 1
-            block.verdicts.append(verdict_values(dict(judged.row, id=row_id)))
+            block.verdicts.append(verdict_values(dict(judged.row, id=row_id), seen))
             block.links += [[row_id, i] for i in dict.fromkeys(judged.cause_ids)]
             if judged.row["judged"]:
                 version = judged.row["vllm_version"]

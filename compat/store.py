@@ -48,8 +48,24 @@ def view_names() -> list[str]:
 class Store:
     """A connection to a vllm-compat database (a private copy while writing, read-only otherwise)."""
 
-    def __init__(self, con: sqlite3.Connection) -> None:
+    def __init__(self, con: sqlite3.Connection, path: Path | None = None) -> None:
         self.con = con
+        self.path = path  # the file, where a forked process may open it again
+        self._pid = os.getpid()
+        self._forked: Store | None = None
+
+    def here(self) -> Store:
+        """This store, or in a process forked since, a read-only connection of that process's
+        own to the same file (an SQLite connection must not cross a fork). A forked process
+        sees what was committed."""
+        if os.getpid() == self._pid:
+            return self
+        if self._forked is None or self._forked._pid != os.getpid():
+            if self.path is None:
+                raise RuntimeError("a store without a file cannot be opened again")
+            uri = f"{Path(self.path).resolve().as_uri()}?mode=ro"
+            self._forked = Store(sqlite3.connect(uri, uri=True), self.path)
+        return self._forked
 
     # -- writes (inside `writing`; committed when it ends) -------------------------------------
     def replace(self, record: type, rows: Iterable[Any], **where: Any) -> int:
@@ -207,7 +223,7 @@ def writing(path: Path) -> Iterator[Store]:
         try:
             for pragma in SCRATCH_PRAGMAS:
                 con.execute(pragma)
-            store = Store(con)
+            store = Store(con, tmp)
             store.init_schema()
             yield store
             con.commit()

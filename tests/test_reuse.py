@@ -135,3 +135,44 @@ def test_changed_model_facts_judge_again_only_the_recipes_that_read_them(checkou
     after, counts = build(checkout, "after")
     assert counts == (1, 2)
     assert tables(after) == tables(full(checkout, "full", monkeypatch))
+
+
+def test_recipes_judged_in_workers_give_the_tables_of_one_process(checkout, monkeypatch):
+    import os
+
+    from compat import blocks, workers
+
+    alone = full(checkout, "alone", monkeypatch)
+    monkeypatch.setattr(workers, "MIN_PARALLEL", 2)
+    monkeypatch.setattr(workers, "cpus", lambda: 2)
+    log = checkout["tmp"] / "judged-by"
+
+    def judge_recipe(j, path, combos):  # notes which process judged each recipe
+        with log.open("a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return blocks.judge_recipe(j, path, combos)
+
+    monkeypatch.setattr(workers, "judge_recipe", judge_recipe)
+    parallel = full(checkout, "parallel", monkeypatch)
+    pids = log.read_text().split()
+    assert len(pids) == 3 and str(os.getpid()) not in pids  # every recipe judged in a worker
+    assert tables(parallel) == tables(alone)
+
+
+def test_a_failing_worker_leaves_its_recipes_to_the_parent(checkout, monkeypatch):
+    import os
+
+    from compat import blocks, workers
+
+    alone = full(checkout, "alone", monkeypatch)
+    parent = os.getpid()
+    monkeypatch.setattr(workers, "MIN_PARALLEL", 2)
+    monkeypatch.setattr(workers, "cpus", lambda: 2)
+
+    def judge_recipe(j, path, combos):
+        if os.getpid() != parent:
+            raise RuntimeError("worker fails (test)")
+        return blocks.judge_recipe(j, path, combos)
+
+    monkeypatch.setattr(workers, "judge_recipe", judge_recipe)
+    assert tables(full(checkout, "fallback", monkeypatch)) == tables(alone)

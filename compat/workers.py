@@ -1,0 +1,126 @@
+"""Recipes judged on every core: forked workers take the next recipe as they finish one.
+
+A recipe's block depends on nothing another recipe computes (compat.blocks), so which
+process judges it, and after which other recipes, changes nothing in it: the caches a worker
+warms are memos. Each worker is forked once the release facts are committed to the build's
+private database, reads them through its own connection (compat.store.Store.here), and sends
+each block back as its JSON document; the parent writes them in recipe order. With one core,
+no fork, or a worker that fails, the recipes left are judged here, one after the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from compat.blocks import Block, Judging, judge_recipe
+
+Say = Callable[[str], None]
+#: Fewer recipes than this are judged here: forking and warming a second process's caches
+#: costs more than one recipe takes (an incremental build judges one or two).
+MIN_PARALLEL = 4
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def judge_all(
+    j: Judging, paths: list[str], combos: Callable[[str], list[Any]], say: Say
+) -> Iterator[tuple[str, Block]]:
+    """(path, block) of every recipe of `paths`, in any order."""
+    done: set[str] = set()
+    workers = min(cpus(), 4)
+    if len(paths) >= MIN_PARALLEL and workers >= 2:
+        for path, block in _in_workers(j, paths, combos, workers, say):
+            done.add(path)
+            yield path, block
+    for path in paths:
+        if path not in done:
+            yield path, judge_recipe(j, path, combos(path))
+
+
+def _in_workers(
+    j: Judging, paths: list[str], combos: Callable[[str], list[Any]], n: int, say: Say
+) -> Iterator[tuple[str, Block]]:
+    """Blocks from `n` forked workers as they come; stops early (the caller judges what is
+    left) when fork is unavailable or a worker fails."""
+    import multiprocessing
+    import multiprocessing.connection
+    from multiprocessing.connection import Connection
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return
+    ctx = multiprocessing.get_context("fork")
+    position = ctx.Value("i", 0)
+    jobs: list[tuple[Any, Any]] = []
+    try:
+        for _ in range(n):
+            recv, send = ctx.Pipe(duplex=False)
+            args = (j, paths, combos, position, send)
+            proc = ctx.Process(target=_worker, args=args, daemon=True)
+            proc.start()
+            send.close()
+            jobs.append((proc, recv))
+        pending: dict[Any, Connection] = {recv: recv for _proc, recv in jobs}
+        while pending:
+            for ready in multiprocessing.connection.wait(list(pending)):
+                conn = pending[ready]
+                try:
+                    message: tuple[Any, ...] = conn.recv()
+                except EOFError:
+                    return  # a worker died: the caller judges what is left
+                if message[0] == "say":
+                    say(message[1])
+                elif message[0] == "block":
+                    yield paths[message[1]], Block.from_json(message[2])
+                elif message[0] == "done":
+                    del pending[ready]
+                else:
+                    return
+    except OSError:  # no processes or pipes to be had
+        return
+    finally:
+        for proc, recv in jobs:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+
+
+def _worker(
+    j: Judging, paths: list[str], combos: Callable[[str], list[Any]], position: Any, conn: Any
+) -> None:
+    """Judge the next unclaimed recipe until none is left; each block goes back through `conn`.
+
+    Signals are the parent's to handle (it terminates the worker); the worker ends with
+    os._exit, leaving the parent's files, buffers and database connection alone.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    code = 0
+    try:
+        j.pool.say = lambda msg: conn.send(("say", msg))
+        while True:
+            with position.get_lock():
+                i = position.value
+                position.value = i + 1
+            if i >= len(paths):
+                break
+            block = judge_recipe(j, paths[i], combos(paths[i]))
+            conn.send(("block", i, block.as_json()))
+        conn.send(("done",))
+    except BaseException as exc:  # noqa: BLE001 (the parent judges what is left)
+        code = 1
+        with contextlib.suppress(Exception):
+            conn.send(("failed", repr(exc)))
+    finally:
+        conn.close()
+        os._exit(code)
