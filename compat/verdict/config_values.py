@@ -15,6 +15,7 @@ caller reports it as unknown.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ def schemas_from_rows(rows: list[dict[str, Any]]) -> dict[str, ClassSchema]:
 class Validator:
     def __init__(self, schemas: dict[str, ClassSchema]) -> None:
         self.schemas = schemas
+        self._memo: dict[tuple[str, str], Outcome] = {}
 
     def config_object(self, cls_name: str, data: dict[str, Any]) -> Any:
         """The parsed value as vLLM's namespace holds it: attribute access with field defaults."""
@@ -89,6 +91,19 @@ class Validator:
         return ConfigObject(cls_name, data, defaults)
 
     def validate(self, cls_name: str, value: Any) -> Outcome:
+        """The checks of `cls_name` on a JSON value, memoised on its JSON text (key order kept:
+        it orders the errors); the outcome is shared, so callers only read it."""
+        try:
+            key = (cls_name, json.dumps(value))
+        except (TypeError, ValueError):
+            return self._validate(cls_name, value)
+        found = self._memo.get(key)
+        if found is None:
+            # a private copy: the errors keep the input, which the caller may change later
+            found = self._memo[key] = self._validate(cls_name, copy.deepcopy(value))
+        return found
+
+    def _validate(self, cls_name: str, value: Any) -> Outcome:
         out = Outcome()
         self._class(cls_name, value, (), out)
         return out
