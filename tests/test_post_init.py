@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from compat.verdict.config_values import ClassSchema, Validator
-from compat.vllm.post_init import _guard, evaluate, render, torch_pin
+from compat.vllm.post_init import _guards, evaluate, evaluate_detail, render, torch_pin
 
 SOURCE = textwrap.dedent("""\
     def __post_init__(self):
@@ -39,11 +39,11 @@ def checks() -> list[dict]:
     fn = ast.parse(SOURCE).body[0]
     out = []
     for st in fn.body:  # the statements post_init_checks reads, without a release to resolve aliases
-        guard = _guard(st)
-        if guard is not None:
-            out.append({"cond": ast.unparse(guard[0]), "aliases": {"Role": ["a", "b"]},
-                        "message": ast.unparse(guard[1].exc.args[0]),
-                        "reads": sorted({n.attr for n in ast.walk(guard[0]) if isinstance(n, ast.Attribute)
+        raises = {id(n): n for n in ast.walk(st) if isinstance(n, ast.Raise)}
+        for rid, cond, _pre in _guards(st):
+            out.append({"cond": ast.unparse(cond), "aliases": {"Role": ["a", "b"]},
+                        "message": ast.unparse(raises[rid].exc.args[0]),
+                        "reads": sorted({n.attr for n in ast.walk(cond) if isinstance(n, ast.Attribute)
                                          and getattr(n.value, "id", "") == "self"})})
     return out
 
@@ -64,6 +64,35 @@ def checks() -> list[dict]:
 def test_conditions_are_answered_three_valued(index: int, fields: dict, torch: str | None,
                                               holds: bool | None) -> None:
     assert evaluate(checks()[index], fields, torch) is holds
+
+
+CHAIN = textwrap.dedent("""\
+    def __post_init__(self):
+        if self.model is None and self.n is not None:
+            if self.method == "mtp":
+                self.model = "target"
+            elif self.method == "ngram":
+                self.model = "ngram"
+            else:
+                raise ValueError("n was provided but without a model.")
+        if self.n > 1:
+            raise ValueError("more than one")
+    """)
+
+
+@pytest.mark.parametrize(("fields", "first", "raised"), [
+    ({"model": None, "n": 3, "method": "eagle3"}, True, None),   # the else of an elif chain
+    ({"model": None, "n": 3, "method": "mtp"}, False, None),
+    ({"model": None, "n": None, "method": "mtp"}, False, "TypeError"),  # `None > 1`, as in vLLM
+])
+def test_raises_under_if_elif_else_and_a_type_error_vllm_meets_too(fields: dict, first: bool,
+                                                                  raised: str | None) -> None:
+    fn = ast.parse(CHAIN).body[0]
+    guards = [cond for st in fn.body for _rid, cond, _pre in _guards(st)]
+    assert len(guards) == 2
+    assert evaluate({"cond": ast.unparse(guards[0])}, fields) is first
+    holds, error = evaluate_detail({"cond": ast.unparse(guards[1])}, fields)
+    assert (error or "").startswith(raised or "") and (error is None) == (raised is None)
 
 
 def test_messages_are_rendered_as_vllm_formats_them() -> None:

@@ -148,20 +148,29 @@ class Validator:
         self, schema: ClassSchema, value: dict[str, Any], loc: tuple[str, ...], out: Outcome
     ) -> None:
         """The class's `__post_init__` checks (compat.vllm.post_init) on the value over the defaults:
-        one that holds is pydantic's "Value error"; one left undecided leaves the value unchecked
-        when it reads a field the value sets (one reading only defaults does not fire: vLLM
-        builds every config with its defaults)."""
-        from compat.vllm.post_init import evaluate, render
+        one that holds is pydantic's "Value error", a TypeError vLLM itself meets while testing
+        one goes through; one left undecided leaves the value unchecked when it reads a field the
+        value sets (one reading only defaults does not fire: vLLM builds every config with its
+        defaults). Fields vLLM fills itself (INTERNAL_FIELDS) are not known here."""
+        from compat.vllm.cli_surface import INTERNAL_FIELDS
+        from compat.vllm.post_init import evaluate_detail, render
 
+        internal = INTERNAL_FIELDS.get(schema.name, frozenset())
         fields = {
-            n: f["default"] for n, f in schema.fields.items() if f["default_kind"] == "literal"
+            n: f["default"]
+            for n, f in schema.fields.items()
+            if f["default_kind"] == "literal" and n not in internal
         }
         fields.update(value)
         for check in schema.model_validators:
             if check.get("kind") != "post_init":
                 continue
             where = f"{check['file']}:{check['line']}"
-            holds = evaluate(check, fields, check.get("torch"))
+            holds, raised = evaluate_detail(check, fields, check.get("torch"))
+            if raised:
+                out.evidence.append(where)
+                out.raised = out.raised or raised
+                return
             if holds:
                 out.evidence.append(where)
                 out.errors.append(

@@ -234,7 +234,9 @@ class Judge:
 
     def _spec_keys(self, args: ServeArgs, prefix: str) -> list[Finding]:
         """--speculative-config is parsed as plain JSON; SpeculativeConfig(**it) validates its keys
-        and values when the engine config is built (pydantic, extra forbidden)."""
+        and values when the engine config is built (pydantic, extra forbidden), then runs its
+        `__post_init__`, whose checks on the JSON alone are replayed here (compat.vllm.post_init;
+        those reading the target's configs are compat.verdict.drafts')."""
         spec = args.speculative_config
         sp = self.k.serve_parser
         if (
@@ -255,18 +257,30 @@ class Judge:
                 and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
                 and e.type != "missing_argument"
             )
+            or (not e.loc and e.type == "value_error")
         ]
+        if res.raised:
+            return [
+                Finding(
+                    Status.BLOCKED,
+                    f"{prefix}--speculative-config: SpeculativeConfig.__post_init__ of "
+                    f"vLLM {self.k.version} raises {res.raised}",
+                    res.raised,
+                    res.evidence[-1:],
+                    key=f"{prefix}spec-raised:{res.raised.split(':')[0]}",
+                )
+            ]
         if not errors:
             return []
-        heads = "; ".join(f"{'.'.join(e.loc)}: {e.msg}" for e in errors)
+        heads = "; ".join(f"{'.'.join(e.loc) or 'SpeculativeConfig'}: {e.msg}" for e in errors)
         return [
             Finding(
                 Status.BLOCKED,
                 f"{prefix}--speculative-config: SpeculativeConfig of vLLM "
                 f"{self.k.version} rejects it ({heads})",
                 format_errors("SpeculativeConfig", errors),
-                res.evidence[:2],
-                key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}",
+                res.evidence[:2] if errors[0].loc else res.evidence[-1:],
+                key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) or 'post_init' for e in errors)}",
             )
         ]
 

@@ -95,8 +95,10 @@ class VirtualPath:
 
 
 class _Manager:
-    """A parser manager as the release registers it: `list_registered()`, and the name -> parser
-    dicts older releases read directly (`ToolParserManager.tool_parsers.keys()`)."""
+    """A parser manager as the release registers it: the name -> parser dicts in registration
+    order (older releases read `ToolParserManager.tool_parsers.keys()` directly), and
+    `list_registered()`, which every release defining it answers sorted
+    (`sorted(set(cls.tool_parsers) | set(cls.lazy_parsers))`)."""
 
     def __init__(self, names: list[str]) -> None:
         self._names = names
@@ -104,7 +106,7 @@ class _Manager:
         self.tool_parsers = self.reasoning_parsers = self.lazy_parsers = registry
 
     def list_registered(self) -> list[str]:
-        return list(self._names)
+        return sorted(self._names)
 
 
 class ServeRules:
@@ -148,8 +150,9 @@ class ServeRules:
         host: dict[str, Any] = {
             "Path": path_cls,
             "argparse": argparse,
-            "ToolParserManager": _Manager(sorted(parsers.get("tool") or [])),
-            "ReasoningParserManager": _Manager(sorted(parsers.get("reasoning") or [])),
+            # in registration order: vLLM's messages list the manager's dict as it was filled
+            "ToolParserManager": _Manager(list(parsers.get("tool") or [])),
+            "ReasoningParserManager": _Manager(list(parsers.get("reasoning") or [])),
         }
         self._path = path_cls
         self.host = host

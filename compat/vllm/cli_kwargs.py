@@ -60,6 +60,9 @@ class ArgSpec:
     default_kind: str = "literal"  # literal | factory:<Class> | unknown
     dest: str = ""
     unknown: str = ""  # why argparse's behaviour for this option could not be determined
+    # choices computed from a registry when the parser is built ("tool", "reasoning"):
+    # the parser names the scan finds, in the order the release registers them
+    choices_registry: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,11 +190,17 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
 
 
 def apply_kwargs(
-    spec: ArgSpec, kw: dict[str, Any], file: str, line: int, resolve_default: Any = None
+    spec: ArgSpec,
+    kw: dict[str, Any],
+    file: str,
+    line: int,
+    resolve_default: Any = None,
+    resolve_choices: Any = None,
 ) -> ArgSpec:
     """Overlay keyword arguments (customisations or the call's own), as argparse would receive them.
 
-    `resolve_default(node) -> (value, kind)` reads a `default=Config.field` reference."""
+    `resolve_default(node) -> (value, kind)` reads a `default=Config.field` reference;
+    `resolve_choices(node) -> (values, registry)` a computed `choices=` (compat.vllm.cli_choices)."""
     for key, node in kw.items():
         if node is DELETED:
             if key == "type":
@@ -229,7 +238,15 @@ def apply_kwargs(
                 spec.metavar_only = False
                 spec.choices_file, spec.choices_line = file, line
             except (ValueError, SyntaxError, TypeError):
-                spec.unknown = f"choices={ast.unparse(node)} is not a literal"
+                values, registry = (
+                    resolve_choices(node) if resolve_choices is not None else (None, "")
+                )
+                if values is None and not registry:
+                    spec.unknown = f"choices={ast.unparse(node)} is not a literal"
+                else:
+                    spec.choices, spec.choices_registry = values, registry
+                    spec.metavar_only = False
+                    spec.choices_file, spec.choices_line = file, line
         elif key == "default":
             try:
                 spec.default, spec.default_kind = ast.literal_eval(node), "literal"

@@ -793,6 +793,21 @@ class _CliExtractor:
             return ctx.cls
         return self.r.resolve_class(ctx.file, nm) if nm else None
 
+    def _choices_resolver(self, rel: str, line: int) -> Any:
+        """compat.vllm.cli_choices.choices_of for a `choices=` written at rel:line (a local name
+        resolved in the function around it)."""
+        from compat.vllm.cli_choices import choices_of
+
+        mod = self.r.tree.parse(rel)
+        fn = None
+        for node in ast.walk(mod) if mod is not None else ():
+            if isinstance(node, ast.FunctionDef) and node.lineno <= line <= (
+                node.end_lineno or node.lineno
+            ):
+                if fn is None or node.lineno >= fn.lineno:
+                    fn = node  # the innermost
+        return lambda node: choices_of(self.r, rel, node, fn)
+
     def _overrides(self, fn: ast.FunctionDef, kwvars) -> dict[tuple[str, str], dict[str, ast.expr]]:
         """`xxx_kwargs["field"]["type"] = ...` and `alias["type"] = ...` in the function."""
         out: dict[tuple[str, str], dict[str, ast.expr]] = {}
@@ -870,7 +885,13 @@ class _CliExtractor:
         )
         if backing_field is not None:
             ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
-            apply_kwargs(spec, ov, ctx.file, call.lineno)
+            apply_kwargs(
+                spec,
+                ov,
+                ctx.file,
+                call.lineno,
+                resolve_choices=self._choices_resolver(ctx.file, call.lineno),
+            )
         ch = kw.get("choices")
         get_args = (
             isinstance(ch, ast.Call)
@@ -883,6 +904,7 @@ class _CliExtractor:
             ctx.file,
             call.lineno,
             lambda node: self.r._default_of(node, ctx.file, 0),
+            self._choices_resolver(ctx.file, call.lineno),
         )
         if get_args:
             lits = [h for h in self.ann.hints(ch.args[0], ctx.file) if h.kind == "Literal"]
@@ -958,7 +980,13 @@ class _CliExtractor:
             spec = self._field_spec(cls, fi.name)
             for key, (node, cfile, cline) in cust.items():
                 if key != "flags":
-                    apply_kwargs(spec, {key: node}, cfile, cline)
+                    apply_kwargs(
+                        spec,
+                        {key: node},
+                        cfile,
+                        cline,
+                        resolve_choices=self._choices_resolver(cfile, cline),
+                    )
             long = "--" + fi.name.replace("_", "-")
             common: dict[str, Any] = {
                 "canonical": long,

@@ -474,8 +474,15 @@ def surface_rows(
                     "line": (src.line if src else 0) or 0,
                 }
             )
-    value_rows, config_rows = cli_value_rows(tree, cli) if cli.status != "unknown" else ([], [])
     parsers = extract_parsers(tree)
+    registered = {
+        ps.kind: [n.name for n in ps.names]
+        for ps in (parsers.tool, parsers.reasoning)
+        if ps.status == "ok"
+    }
+    value_rows, config_rows = (
+        cli_value_rows(tree, cli, registered) if cli.status != "unknown" else ([], [])
+    )
     parser_rows = []
     for ps in (parsers.tool, parsers.reasoning):
         if ps.status != "ok":
@@ -568,8 +575,13 @@ def surface_rows(
     }, notes
 
 
-def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
-    """argparse's view of every option (`cli_value`) and the config classes JSON flags name."""
+def cli_value_rows(
+    tree: VllmTree, cli: Any, registered: dict[str, list[str]] | None = None
+) -> tuple[list[dict], list[dict]]:
+    """argparse's view of every option (`cli_value`) and the config classes JSON flags name.
+
+    `registered`: parser names by kind, in registration order, for choices built from a
+    parser registry (compat.vllm.cli_choices)."""
     from dataclasses import asdict
 
     from compat.vllm.cli_surface import SymbolResolver
@@ -585,7 +597,15 @@ def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
         if f.kind != "long" or f.canonical in seen or f.spec is None:
             continue
         seen.add(f.canonical)
-        rows.append(_value_row(f.canonical, strings[f.canonical], f.spec, f.file, f.line))
+        spec = f.spec
+        if spec.choices_registry:
+            names = (registered or {}).get(spec.choices_registry)
+            spec.choices = list(names) if names is not None else None
+            if names is None:
+                spec.unknown = (
+                    f"choices: the {spec.choices_registry} parsers of this release are unknown"
+                )
+        rows.append(_value_row(f.canonical, strings[f.canonical], spec, f.file, f.line))
     for dest, spec, file, line in cli.positionals:
         rows.append(_value_row(dest, [], spec, file, line))
     r = SymbolResolver(tree)

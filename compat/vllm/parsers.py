@@ -185,7 +185,7 @@ def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserNam
     files: list[str] = []
     for d in spec["dirs"]:
         files += tree.py_files(d) if _isdir(tree, d) else []
-    for rel in files:
+    for rel in sorted(files, key=lambda f: (_import_rank(tree, f), f)):
         text = tree.read(rel) or ""
         if f"{mgr}.register" not in text:
             continue
@@ -194,7 +194,7 @@ def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserNam
             continue
         for node in ast.walk(mod):
             if isinstance(node, ast.ClassDef):
-                for d in node.decorator_list:
+                for d in reversed(node.decorator_list):  # stacked decorators apply bottom-up
                     if _is_register(d, mgr):
                         for name, line in _literal_names(d):  # type: ignore[arg-type]
                             out.append(
@@ -227,6 +227,20 @@ def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserNam
                         )
                     )
     return out
+
+
+def _import_rank(tree: VllmTree, rel: str) -> int:
+    """Where the package's __init__.py imports the module: eager registrations run in that
+    order, so it is the order of the manager's dict (and of argparse's choices)."""
+    pkg, _, stem = rel.rpartition("/")
+    mod = tree.parse(f"{pkg}/__init__.py")
+    order = 0
+    for st in mod.body if mod is not None else []:
+        if isinstance(st, ast.ImportFrom) and st.level == 1:
+            order += 1
+            if st.module == stem[:-3]:
+                return order
+    return 10_000
 
 
 def _isdir(tree: VllmTree, rel: str) -> bool:
