@@ -59,10 +59,10 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     prelude: list[ast.stmt] = []  # earlier statements that set fields, replayed before a check
     opaque: set[str] = set()  # fields set by a statement the replay cannot follow
     for st in fn.body:
-        guards = {rid: (c, pre) for rid, c, pre in _guards(st)}
+        guards = {rid: (c, pre, path) for rid, c, pre, path in _guards(st)}
         raises = [n for n in ast.walk(st) if isinstance(n, ast.Raise)]
         for node in raises:
-            cond, on_path = guards.get(id(node), (None, []))
+            cond, on_path, path = guards.get(id(node), (None, [], []))
             if cond is not None and _self_reads(cond) & opaque:
                 cond = None
             reads = sorted(_self_reads(cond if cond is not None else st))
@@ -96,9 +96,10 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
             if check["cond"] and "is_torch_equal_or_newer(" in check["cond"]:
                 check["torch"] = _release_torch(r)
             setting = [ast.unparse(p) for p in prelude if _self_assigns(p) & set(reads)]
-            setting += [ast.unparse(p) for p in on_path]
-            if cond is not None and setting:
-                check["prelude"] = setting
+            if cond is not None and (setting or on_path):
+                # the tests on the way, each after the statements before it (offsets into prelude)
+                check["prelude"] = setting + [ast.unparse(p) for p in on_path]
+                check["path"] = [[ast.unparse(c), len(setting) + k] for c, k in path]
             members = {}
             for part in [cond, *(p for p in prelude if _self_assigns(p) & set(reads))]:
                 if part is not None:
@@ -175,9 +176,10 @@ def _replayable(st: ast.stmt) -> bool:
     return isinstance(st, ast.Pass)
 
 
-def _guards(st: ast.stmt) -> list[tuple[int, ast.expr, list[ast.stmt]]]:
+def _guards(st: ast.stmt) -> list[tuple[int, ast.expr, list[ast.stmt], list[tuple[ast.expr, int]]]]:
     """(id of a raise, the condition under which it is reached, the statements on the way that
-    set fields) for the raises of a statement under a chain of `if`/`elif`/`else` (the
+    set fields, the tests on the way each with how many of those statements precede it) for the
+    raises of a statement under a chain of `if`/`elif`/`else` (the
     conjunction of the tests on the way, an `else` negating its test), and of
     `for x in self.f: if COND(x): raise` (as `any(...)`)."""
     if (
@@ -187,14 +189,16 @@ def _guards(st: ast.stmt) -> list[tuple[int, ast.expr, list[ast.stmt]]]:
         and isinstance(st.target, ast.Name)
     ):
         out = []
-        for rid, cond, pre in _guards(st.body[0]):
+        for rid, cond, pre, _path in _guards(st.body[0]):
             if pre:
                 continue
             gen = ast.GeneratorExp(cond, [ast.comprehension(st.target, st.iter, [], 0)])
-            out.append((rid, ast.Call(ast.Name("any", ast.Load()), [gen], []), []))
+            anyof = ast.Call(ast.Name("any", ast.Load()), [gen], [])
+            out.append((rid, anyof, [], [(anyof, 0)]))
         return out
     return [
-        (rid, _conjunction([c for c, _k in conds]), pre) for rid, conds, pre in _paths([st], [], [])
+        (rid, _conjunction([c for c, _k in conds]), pre, conds)
+        for rid, conds, pre in _paths([st], [], [])
     ]
 
 
@@ -206,15 +210,13 @@ def _paths(
 ) -> list[tuple[int, list[tuple[ast.expr, int]], list[ast.stmt]]]:
     """Raises of a block with the tests leading to them (each with how many statements of `pre`
     ran before it) and `pre`, the replayable statements that set fields on the way. A raise is
-    left out when a statement the replay cannot follow (`blocked`) sets a field a test reads, or
-    when a test reads a field set after it was evaluated (the replay runs `pre`, then the tests)."""
+    left out when a statement the replay cannot follow (`blocked`) sets a field a test reads (the
+    replay runs each test after the statements of `pre` before it, as vLLM does)."""
     out: list[tuple[int, list[tuple[ast.expr, int]], list[ast.stmt]]] = []
     pre, opaque = list(pre), set(blocked)
     for st in block:
         if isinstance(st, ast.Raise):
-            reads = [(_self_reads(c), k) for c, k in conds]
-            later = [set().union(*(_self_assigns(x) for x in pre[k:])) for _r, k in reads]
-            if not any(r & opaque or r & lat for (r, _k), lat in zip(reads, later, strict=True)):
+            if not any(_self_reads(c) & opaque for c, _k in conds):
                 out.append((id(st), conds, pre))
         elif isinstance(st, ast.If):
             out += _paths(st.body, [*conds, (st.test, len(pre))], pre, frozenset(opaque))
@@ -355,8 +357,20 @@ def evaluate_detail(
         return None, None
     env = _Env(fields, check.get("aliases", {}), torch, check.get("enums", {}))
     try:
-        env.run(check.get("prelude", []))
-        return env.truth(ast.parse(check["cond"], mode="eval").body), None
+        prelude = check.get("prelude", [])
+        path = check.get("path")
+        if not path:
+            env.run(prelude)
+            return env.truth(ast.parse(check["cond"], mode="eval").body), None
+        ran, undecided = 0, False
+        for cond, k in path:  # as vLLM runs it: the statements before a test, then the test
+            env.run(prelude[ran:k])
+            ran = max(ran, k)
+            t = env.truth(ast.parse(cond, mode="eval").body)
+            if t is False:
+                return False, None
+            undecided = undecided or t is None
+        return (None if undecided else True), None
     except Undecided:
         return None, None
     except _Stopped:
@@ -570,5 +584,5 @@ def render(check: dict[str, Any], fields: dict[str, Any]) -> str:
 
 def torch_pin(requirements_text: str) -> str | None:
     """The torch version a release's requirements pin (`torch==2.9.0`), if any."""
-    m = re.search(r"^torch\s*==\s*([0-9][\w.+]*)", requirements_text, flags=re.M)
+    m = re.search(r"^torch\s*==\s*([0-9][\w.+]*)", requirements_text, flags=re.MULTILINE)
     return m.group(1) if m else None
