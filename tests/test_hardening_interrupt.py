@@ -199,7 +199,10 @@ def _counts(db: Path) -> dict[str, object]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        q = lambda sql: con.execute(sql).fetchall()
+
+        def q(sql: str) -> list[tuple]:
+            return con.execute(sql).fetchall()
+
         return {
             "releases": sorted(r[0] for r in q("SELECT version FROM release")),
             "caps": dict(q("SELECT vllm_version, count(*) FROM arch_capability GROUP BY vllm_version")),

@@ -30,7 +30,6 @@ import gzip
 import json
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
