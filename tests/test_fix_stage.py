@@ -257,3 +257,27 @@ def test_a_plan_that_fails_re_judging_is_not_kept(tmp_path: Path) -> None:
     assert "failed re-judging: would break single_node_tp" in reasons[cid][0], reasons
     right = got["spec_decoding"]
     assert _verified(case, ctx, {cid: Proposal(right.kind, tuple(right.edits), right.summary)}, blocked, {cid: []})
+
+
+def test_every_fix_comment_is_one_line_of_at_most_120_characters(tmp_path: Path) -> None:
+    """Issue 19: the cause, the release and the evidence file:line, never cut with an ellipsis."""
+    from compat.fix.wording import LIMIT
+
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        fast:
+          description: a flag only 0.2.0 has
+          args: ["--newflag"]
+        tools:
+          description: a typo
+          args: ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--tool-parser-plugn", "p.py"]
+        """, opt_in="[spec_decoding, fast, tools]", base_args='["--max-model-len 4096"]'))
+    got, _, _ = plan(root)
+    comments = [e.comment for p in got.values() for e in p.edits if e.comment]
+    assert len(comments) >= 3, got
+    for c in comments:
+        assert len(c) <= LIMIT and "…" not in c and "\n" not in c, c
+    gate = got["spec_decoding"].edits[0].comment
+    assert gate.startswith("vllm-compat: spec_decoding cannot start on multi_node_tp_pp at vLLM 0.1.0"), gate

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from compat.fix import gate, mode_variants, pin_bump, spelling
+from compat.fix import gate, mode_variants, pin_bump, spelling, wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit, apply
 from compat.fix.rejudge import describe, rejudge
@@ -305,11 +305,7 @@ def _merge(proposals: list[Proposal]) -> list[Edit]:
 
 
 def _joined(a: Edit, b: Edit) -> str:
-    return (
-        a.comment
-        if b.comment in a.comment
-        else f"{a.comment}; also {b.comment.removeprefix('vllm-compat: ')}"
-    )
+    return wording.joined(a.comment, b.comment)
 
 
 def build_cases(
