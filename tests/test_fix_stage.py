@@ -73,12 +73,13 @@ def checkout(tmp_path: Path, text: str) -> Path:
     return root
 
 
-def plan(root: Path, **newer: object):
-    """(plans by cause label, case, ctx) for models/acme/x.yaml pinned at 0.1.0."""
+def plan(root: Path, index: list[str] | None = None, **newer: object):
+    """(plans by cause label, case, ctx) for models/acme/x.yaml pinned at 0.1.0; `index`: the
+    releases on the package index (None: offline)."""
     repo = load_repo(root)
     judges = {"0.1.0": Judge(release("0.1.0"), MODELS),
               "0.2.0": Judge(release("0.2.0", flags=("--newflag",), **newer), MODELS)}
-    pool = ReleasePool(judges, MODELS, index=None)
+    pool = ReleasePool(judges, MODELS, index=index)
     book = CauseBook()
     sweep = Sweep(pool, renderer(repo), book)
     judged: dict[str, list[Row]] = {}
@@ -281,3 +282,41 @@ def test_every_fix_comment_is_one_line_of_at_most_120_characters(tmp_path: Path)
         assert len(c) <= LIMIT and "…" not in c and "\n" not in c, c
     gate = got["spec_decoding"].edits[0].comment
     assert gate.startswith("vllm-compat: spec_decoding cannot start on multi_node_tp_pp at vLLM 0.1.0"), gate
+
+
+def nopp_recipe(variants: str = "") -> str:
+    """A model no release runs with PP, offered on multi_node_tp_pp."""
+    return recipe("""\
+        reasoning:
+          description: fine
+          args: ["--reasoning-parser", "deepseek_r1"]
+        """, variants=variants).replace("model_id: acme/moe-pp", "model_id: acme/dense-nopp")
+
+
+def test_strategy_dropped_when_no_release_on_the_index_starts_it(tmp_path: Path) -> None:
+    got, case, ctx = plan(checkout(tmp_path, nopp_recipe()), index=["0.1.0", "0.2.0"])
+    p = got["the strategy"]
+    assert p.kind == "strategy", p
+    assert [(e.op, e.path, e.value) for e in p.edits] == [
+        ("set", ("compatible_strategies",), ["single_node_tp", "multi_node_tp"])]
+    assert p.edits[0].comment.startswith("vllm-compat: multi_node_tp_pp dropped"), p.edits[0].comment
+    assert "0.2.0" in p.edits[0].comment and len(p.edits[0].comment) <= 120
+
+
+def test_strategy_kept_offline_and_where_a_command_on_it_starts(tmp_path: Path) -> None:
+    got, _, _ = plan(checkout(tmp_path, nopp_recipe()))  # offline: a later release may start it
+    assert got["the strategy"].kind == "none" and "strategy: the package index is unreachable" in got[
+        "the strategy"].why
+    both = nopp_recipe(variants="""\
+          default: {precision: bf16, vram_minimum_gb: 10}
+          pp: {model_id: acme/dense-pp, precision: bf16, vram_minimum_gb: 10}
+        """)
+    got, _, _ = plan(checkout(tmp_path / "b", both), index=["0.1.0", "0.2.0"])
+    p = got["the strategy"]
+    assert p.kind == "none" and "multi_node_tp_pp starts in" in p.why and "take them away" in p.why, p
+
+
+def test_strategy_never_dropped_when_it_is_the_default_strategy(tmp_path: Path) -> None:
+    text = nopp_recipe() + "default_strategy: multi_node_tp_pp\n"
+    got, _, _ = plan(checkout(tmp_path, text), index=["0.1.0", "0.2.0"])
+    assert got["the strategy"].kind == "none" and "default_strategy" in got["the strategy"].why
