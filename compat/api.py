@@ -329,7 +329,11 @@ def _plan_fixes(
         return pin_of.get(pin) or resolve_pin(pin, pool.releases)
 
     cases = build_cases(repo, judged, book.rows, pinned=not explicit)
-    planned = plan_all(cases, Context(repo, pool, resolve), say)
+    ctx = Context(repo, pool, resolve)
+    planned = plan_all(cases, ctx, say)
+    if not explicit:  # gates are reviewed at the recipe's pin, which only a pinned build judges
+        book.rows += _gate_reviews(repo, judged, ctx, len(book.rows), say)
+    _fill_keys(book.rows, judged)
     lines: dict[str, dict[tuple[str, ...], int]] = {}
     for row in book.rows:
         if row["recipe"] not in lines:
@@ -347,6 +351,60 @@ def _plan_fixes(
                 fix_edits=dumps(p.edits),
                 works_from=p.works_from,
             )
+
+
+def _gate_reviews(
+    repo: Any, judged: dict[str, list[Any]], ctx: Any, last_id: int, say: Progress
+) -> list[dict[str, Any]]:
+    """`cause` rows of kind `gate`, one per ungate proposal (compat.fix.ungate): a gate whose
+    hidden commands start at the pin. Linked to no verdict, so `check` counts no row for them."""
+    from compat.fix.edits import dumps
+    from compat.fix.ungate import review_recipe
+
+    rows: list[dict[str, Any]] = []
+    for path, judged_rows in judged.items():
+        if path not in repo.recipes or not judged_rows:
+            continue
+        for r in review_recipe(repo.recipes[path], ctx, judged_rows[0].release):
+            p = r.proposal
+            rows.append(
+                {
+                    "id": last_id + len(rows) + 1,
+                    "recipe": path,
+                    "kind": "gate",
+                    "element": f"features.{r.gate.feature}",
+                    "mode": r.gate.mode,
+                    "carrier": "",
+                    "label": f"gate {r.gate.where}",
+                    "finding": f"hides {r.hidden} command(s) that start at vLLM {r.release}",
+                    "field": "",
+                    "line": 0,
+                    "works_from": p.works_from,
+                    "fix_kind": p.kind,
+                    "fix": p.summary,
+                    "fix_why": p.note,
+                    "fix_edits": dumps(list(p.edits)),
+                    "finding_keys": "[]",
+                }
+            )
+    if rows:
+        say(f"gates: {len(rows)} whose hidden commands start (ungate proposals)")
+    return rows
+
+
+def _fill_keys(rows: list[dict[str, Any]], judged: dict[str, list[Any]]) -> None:
+    """Each cause's finding keys (engine.finding_key), so readers can tell vLLM-side causes
+    (compat.upstream) without judging again."""
+    import json
+
+    keys: dict[int, dict[str, None]] = {}
+    for recipe_rows in judged.values():
+        for r in recipe_rows:
+            for cid, ks in r.cause_keys.items():
+                keys.setdefault(cid, {}).update(dict.fromkeys(ks))
+    for row in rows:
+        if "finding_keys" not in row or row["finding_keys"] == "[]":
+            row["finding_keys"] = json.dumps(list(keys.get(row["id"], {})))
 
 
 def _index_or_none() -> list[str] | None:
@@ -613,10 +671,12 @@ def _fix_kinds(only: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 def fixes(
     db_path: Path, only: list[str] | tuple[str, ...] = ()
 ) -> dict[str, list[tuple[str, str, list[Edit]]]]:
-    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds."""
+    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds
+    (default: every kind, the ungate proposals included; `--apply` leaves those out)."""
+    from compat.fix import KINDS
     from compat.fix.writer import planned_fixes
 
-    return planned_fixes(db_path, _fix_kinds(only))
+    return planned_fixes(db_path, _fix_kinds(only) or KINDS)
 
 
 def apply_fixes(

@@ -362,7 +362,8 @@ def fix(
         typer.Option(
             "--only",
             metavar="KIND",
-            help="Only these fix kinds (gate, mode_variants, pin_bump, spelling; repeatable).",
+            help="Only these fix kinds (gate, mode_variants, pin_bump, spelling, strategy, "
+            "ungate; repeatable). --apply writes ungate proposals only when named here.",
         ),
     ] = None,
 ) -> None:

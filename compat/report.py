@@ -72,8 +72,26 @@ def findings(db_path: Path) -> dict[str, Any]:
         "blocked": len(rows),
         "recipes": dict(groups),
         "causes": _causes(db_path),
+        "reviews": _reviews(db_path),
         "totals": {t["status"]: t["n"] for t in totals},
     }
+
+
+def _reviews(db_path: Path) -> list[dict[str, Any]]:
+    """Gates whose hidden commands start at the pin (ungate proposals): warnings, not findings."""
+    return _rows(
+        db_path,
+        "select recipe, label, field, line, finding, works_from, fix_kind, fix, fix_why "
+        "from cause where fix_kind = 'ungate' order by recipe, line",
+    )
+
+
+def review_line(r: dict[str, Any]) -> str:
+    """One warning line per ungate proposal; `compat fix --apply DIR --only ungate` writes it."""
+    return (
+        f"{r['recipe']}:{r['line']}: warning: {r['label']} {r['finding']}. "
+        f"proposal (ungate): {r['fix']}; {r['fix_why']}"
+    )
 
 
 def _causes(db_path: Path) -> list[dict[str, Any]]:
@@ -182,29 +200,43 @@ def render_text(f: dict[str, Any], verbose: bool = False) -> str:
                     f"    vllm {r['vllm_version']} {r['platform']}/{r['hardware'] or 'any'} "
                     f"{r['strategy']} {feat} variant {r['variant']}"
                 )
+    lines += [review_line(r) for r in f.get("reviews", [])]
     t = f["totals"]
     fixed = sum(len(c["rows"]) for c in f["causes"] if c["fix_kind"] not in ("", "none"))
+    reviews = len(f.get("reviews", []))
     lines.append(
         f"{f['blocked']} blocked ungated rows in {len(f['recipes'])} recipes, {len(f['causes'])} causes"
         f" ({sum(c['fix_kind'] not in ('', 'none') for c in f['causes'])} with a fix, covering "
-        f"{fixed} row-causes); all rows: {', '.join(f'{k} {v}' for k, v in sorted(t.items()))}"
+        f"{fixed} row-causes); {reviews} gate(s) to review; all rows: "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(t.items()))}"
     )
     return "\n".join(lines) + "\n"
 
 
-def render_github(f: dict[str, Any]) -> str:
-    """GitHub workflow annotations, one per (recipe, cause), at the recipe line of the culprit."""
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _data(text).replace(",", "%2C").replace(":", "%3A")
+
+
+def render_github(f: dict[str, Any], prefix: str = "") -> str:
+    """GitHub workflow annotations, one per (recipe, cause), at the recipe line of the culprit;
+    a `::warning` per gate to review. `prefix`: the recipes root relative to the repository."""
     out = []
     for c in f["causes"]:
-        message = (
-            cause_line(c)
-            .split(": ", 1)[1]
-            .replace("%", "%25")
-            .replace("\r", "%0D")
-            .replace("\n", "%0A")
+        message = _data(cause_line(c).split(": ", 1)[1])
+        title = _prop(f"vllm-compat: {c['label']}")
+        out.append(
+            f"::error file={_prop(prefix + c['recipe'])},line={c['line']},title={title}::{message}"
         )
-        title = f"vllm-compat: {c['label']}".replace(",", "%2C").replace(":", "%3A")
-        out.append(f"::error file={c['recipe']},line={c['line']},title={title}::{message}")
+    for r in f.get("reviews", []):
+        message = _data(review_line(r).split(": warning: ", 1)[1])
+        title = _prop(f"vllm-compat: {r['label']} may be stale")
+        out.append(
+            f"::warning file={_prop(prefix + r['recipe'])},line={r['line']},title={title}::{message}"
+        )
     return "\n".join(out) + ("\n" if out else "")
 
 

@@ -25,10 +25,12 @@ kept. `writer` is the only module that writes recipe files.
 
 from __future__ import annotations
 
-from compat.fix import gate, mode_variants, pin_bump, spelling, strategy
+from compat.fix import gate, mode_variants, pin_bump, spelling, strategy, ungate
 
 #: Fix kinds in order of preference (the order `plan` tries them in).
-FIXERS = (gate, mode_variants, pin_bump, spelling, strategy)
+FIXERS = (gate, mode_variants, pin_bump, spelling, strategy, ungate)
 KINDS = tuple(f.KIND for f in FIXERS)
+#: Kinds `--apply` writes only when `--only` names them: proposals, not fixes of blocked commands.
+OPT_IN = (ungate.KIND,)
 
-__all__ = ["FIXERS", "KINDS"]
+__all__ = ["FIXERS", "KINDS", "OPT_IN"]
