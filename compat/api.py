@@ -42,6 +42,20 @@ class CheckFormat(StrEnum):
     JSON = "json"
 
 
+class ExplainFormat(StrEnum):
+    """`--format` of explain: the causal chain, or a bug report for a vLLM-side cause."""
+
+    TEXT = "text"
+    ISSUE = "issue"
+
+
+class FixFormat(StrEnum):
+    """`--format` of fix: the fixes as lines, or as the PR body of `--commit`."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+
+
 class SqlFormat(StrEnum):
     """`--format` of sql."""
 
@@ -623,31 +637,53 @@ def sql(db_path: Path, statement: str) -> tuple[list[str], list[tuple[Any, ...]]
 
 
 def check(db_path: Path) -> dict[str, Any]:
-    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes."""
-    from compat import report
+    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes; the
+    gates to review (ungate proposals) and the vLLM-side causes (`upstream`)."""
+    from compat import report, upstream
 
-    return report.findings(db_path)
+    return report.findings(db_path) | {"upstream": upstream.upstream_causes(db_path)}
 
 
 def render_check(
-    findings: dict[str, Any], format: CheckFormat = CheckFormat.TEXT, verbose: bool = False
+    findings: dict[str, Any],
+    format: CheckFormat = CheckFormat.TEXT,
+    verbose: bool = False,
+    upstream: bool = False,
+    prefix: str = "",
 ) -> str:
-    """What `compat check` prints: a line per cause, workflow annotations, or everything."""
+    """What `compat check` prints: a line per cause, workflow annotations, or everything; with
+    `upstream`, a line per vLLM-side cause instead. `prefix`: the recipes root as the
+    repository sees it, for annotation paths."""
     import json
 
     from compat import report
+    from compat import upstream as up
 
     if format == CheckFormat.JSON:
         return json.dumps(findings, indent=1) + "\n"
+    if upstream:
+        lines = [up.upstream_line(e) for e in findings["upstream"]]
+        lines.append(f"{len(findings['upstream'])} vLLM-side cause(s)")
+        return "\n".join(lines) + "\n"
     if format == CheckFormat.GITHUB:
-        return report.render_github(findings)
+        return report.render_github(findings, prefix)
     return report.render_text(findings, verbose)
 
 
-def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
-    """`compat explain`: the causal chain behind a verdict, as text."""
-    from compat import report
+def explain(
+    db_path: Path,
+    model: str,
+    strategy: str,
+    feature: str,
+    vllm: str | None,
+    format: ExplainFormat = ExplainFormat.TEXT,
+) -> str:
+    """`compat explain`: the causal chain behind a verdict, or (`issue`) the bug report of its
+    vLLM-side cause."""
+    from compat import report, upstream
 
+    if format == ExplainFormat.ISSUE:
+        return upstream.issue(db_path, model, strategy, feature, vllm)
     return report.explain(db_path, model, strategy, feature, vllm)
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compat import api
-from compat.api import CheckFormat, SqlFormat, TextFormat
+from compat.api import CheckFormat, ExplainFormat, FixFormat, SqlFormat, TextFormat
 from compat.errors import UserError
 from compat.vocab import release_key
 
@@ -118,6 +118,8 @@ def _format_option(kind: type[StrEnum]) -> Any:
 
 TextFormatOpt = Annotated[TextFormat, _format_option(TextFormat)]
 CheckFormatOpt = Annotated[CheckFormat, _format_option(CheckFormat)]
+ExplainFormatOpt = Annotated[ExplainFormat, _format_option(ExplainFormat)]
+FixFormatOpt = Annotated[FixFormat, _format_option(FixFormat)]
 SqlFormatOpt = Annotated[SqlFormat, _format_option(SqlFormat)]
 
 models_app = typer.Typer(
@@ -269,16 +271,26 @@ def check(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")
     ] = False,
+    upstream: Annotated[
+        bool,
+        typer.Option(
+            "--upstream",
+            metavar="",
+            help="List the vLLM-side causes instead, one line each, with the command that "
+            "writes each bug report.",
+        ),
+    ] = False,
 ) -> None:
     """Exit 1 when a combination the site can synthesize is blocked and not gated.
 
-    One line per (recipe, cause, fix); --format github writes workflow annotations at the
-    recipe line of each cause; --format json keeps everything.
+    One line per (recipe, cause, fix), then a warning line per gate whose hidden commands
+    start (an ungate proposal; never exit 1 by itself); --format github writes workflow
+    annotations at the recipe line of each; --format json keeps everything.
 
     Example: compat check --db compat.db --format github
     """
     findings = api.check(db)
-    sys.stdout.write(api.render_check(findings, format, verbose))
+    sys.stdout.write(api.render_check(findings, format, verbose, upstream))
     if findings["blocked"]:
         raise typer.Exit(1)
 
@@ -297,12 +309,14 @@ def explain(
         typer.Option("--vllm", metavar="VERSION", help="Release (default: the pinned one)."),
     ] = None,
     db: DbOpt = Path("compat.db"),
+    format: ExplainFormatOpt = ExplainFormat.TEXT,
 ) -> None:
-    """The causal chain behind a verdict, as a maintainer would write it in a bug report.
+    """The causal chain behind a verdict, as a maintainer would write it in a bug report;
+    --format issue writes the bug report for vLLM of a vLLM-side cause.
 
     Example: compat explain zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --vllm 0.23.0
     """
-    sys.stdout.write(api.explain(db, model, strategy, feature, vllm))
+    sys.stdout.write(api.explain(db, model, strategy, feature, vllm, format))
 
 
 @app.command()

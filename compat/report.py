@@ -241,14 +241,25 @@ def render_github(f: dict[str, Any], prefix: str = "") -> str:
 
 
 def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
-    """The causal chain behind a verdict, for every distinct outcome, with where it holds.
+    """The causal chain behind a verdict, for every distinct outcome, with where it holds."""
+    feat, _, _mode = feature.partition(":")
+    out: list[str] = []
+    for m, rows in select(db_path, model, strategy, feature, vllm):
+        out += _explain_rows(rows, feat, m)
+    return "\n".join(out)
+
+
+def select(
+    db_path: Path, model: str, strategy: str, feature: str, vllm: str | None
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(mode, verdict rows) of one recipe x strategy x feature[:mode], at `vllm` or the judged
+    release, each row with its command and cause; a modal feature without a mode gives each mode.
 
     Mistyped inputs get suggestions (close model ids, strategies, features and modes, the
-    releases the database holds); a modal feature given without a mode explains each mode.
+    releases the database holds).
     """
     feat, _, mode = feature.partition(":")
     recipe_rows = _rows(db_path, "select distinct recipe, model_id from verdict")
-    recipes = {r["recipe"] for r in recipe_rows}
     chosen = _pick_recipe(model, recipe_rows)
     releases = sorted(
         {r["vllm_version"] for r in _rows(db_path, "select distinct vllm_version from verdict")},
@@ -260,18 +271,49 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
             where="--vllm",
         )
     if chosen is None:
-        names = sorted({r["model_id"] for r in recipe_rows} | recipes)
+        names = sorted({r["model_id"] for r in recipe_rows} | {r["recipe"] for r in recipe_rows})
         close = difflib.get_close_matches(model, names, n=3, cutoff=0.5)
         raise UserError(
             f"no recipe or model {model!r}"
             + (f"; did you mean {', '.join(close)}?" if close else ""),
             where="compat explain",
         )
-    where = "recipe = ?"
-    params: tuple = (chosen,)
     combos = _rows(
-        db_path, f"select distinct strategy, feature, mode from verdict where {where}", params
+        db_path, "select distinct strategy, feature, mode from verdict where recipe = ?", (chosen,)
     )
+    modes = _check_names(chosen, combos, strategy, feat, mode)
+    out = []
+    for m in [mode] if mode else modes:  # a modal feature without a mode: every mode
+        sql = (
+            "select v.*, c.argv as command_argv, k.label as cause_label, k.field as cause_field, "
+            "k.line as cause_line, k.fix_kind, k.fix, k.fix_why from verdict v "
+            "left join command c on c.id = v.command_id left join cause k on k.id = v.cause_id "
+            "where v.recipe = ? and v.strategy = ? and v.feature = ? and v.mode = ?"
+        )
+        args: tuple = (chosen, strategy, feat, m)
+        if vllm:
+            sql += " and v.vllm_version = ?"
+            args += (vllm,)
+        else:
+            sql += " and v.judged = 1"
+        rows = _rows(
+            db_path, sql + " order by v.vllm_version, v.variant, v.platform, v.hardware", args
+        )
+        if rows:
+            out.append((m, rows))
+    if not out:
+        raise UserError(
+            f"no verdict for {chosen} {strategy} {feature or '(base)'}"
+            f"{' at ' + vllm if vllm else ''}; releases: {', '.join(releases)}",
+            where="compat explain",
+        )
+    return out
+
+
+def _check_names(
+    chosen: str, combos: list[dict[str, Any]], strategy: str, feat: str, mode: str
+) -> list[str]:
+    """The modes of `feat` on `strategy`; a UserError with suggestions for a name not there."""
     strategies = sorted({c["strategy"] for c in combos})
     if strategy not in strategies:
         close = difflib.get_close_matches(strategy, strategies, n=3, cutoff=0.4)
@@ -298,32 +340,7 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
             + (f" (did you mean {', '.join(close)}?)" if close else ""),
             where="compat explain",
         )
-    wanted_modes = [mode] if mode else modes  # a modal feature without a mode: every mode
-    out = []
-    for m in wanted_modes:
-        sql = (
-            "select v.*, c.argv as command_argv, k.label as cause_label, k.field as cause_field, "
-            "k.line as cause_line, k.fix_kind, k.fix, k.fix_why from verdict v "
-            "left join command c on c.id = v.command_id left join cause k on k.id = v.cause_id "
-            "where v.recipe = ? and v.strategy = ? and v.feature = ? and v.mode = ?"
-        )
-        args: tuple = (chosen, strategy, feat, m)
-        if vllm:
-            sql += " and v.vllm_version = ?"
-            args += (vllm,)
-        else:
-            sql += " and v.judged = 1"
-        rows = _rows(
-            db_path, sql + " order by v.vllm_version, v.variant, v.platform, v.hardware", args
-        )
-        out += _explain_rows(rows, feat, m)
-    if not out:
-        raise UserError(
-            f"no verdict for {chosen} {strategy} {feature or '(base)'}"
-            f"{' at ' + vllm if vllm else ''}; releases: {', '.join(releases)}",
-            where="compat explain",
-        )
-    return "\n".join(out)
+    return modes
 
 
 def _pick_recipe(model: str, rows: list[dict[str, Any]]) -> str | None:
@@ -347,7 +364,7 @@ def _explain_rows(rows: list[dict[str, Any]], feat: str, mode: str) -> list[str]
         out.append(
             f"{r['model_id']} ({r['recipe']}), {r['strategy']}, {what}, vLLM {version}: {status.upper()}"
         )
-        out.append(f"  holds on {_where(rs)}")
+        out.append(f"  holds on {where(rs)}")
         for i, step in enumerate(shown_steps(chain), 1):
             out.append(f"  {i}. {step}")
         if r["message"]:
@@ -376,7 +393,7 @@ def _explain_rows(rows: list[dict[str, Any]], feat: str, mode: str) -> list[str]
     return out
 
 
-def _where(rows: list[dict[str, Any]]) -> str:
+def where(rows: list[dict[str, Any]]) -> str:
     """'cuda: b200, h100 (variants default, fp8); rocm: mi355x (variant default)'."""
     by_platform: dict[str, tuple[set[str], set[str]]] = {}
     for r in rows:
