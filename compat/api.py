@@ -716,12 +716,38 @@ def fixes(
 
 
 def apply_fixes(
-    db_path: Path, root: Path, dry_run: bool = False, only: list[str] | tuple[str, ...] = ()
+    db_path: Path,
+    root: Path,
+    dry_run: bool = False,
+    only: list[str] | tuple[str, ...] = (),
+    commit: bool = False,
+    branch: str = "",
+    describe: bool = False,
 ) -> ApplyResult:
-    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`."""
+    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`; with
+    `commit`, as one commit on a new branch; with `describe` (or `commit`), the commit message
+    and PR body come with the result (compat.fix.commit)."""
+    from compat.fix.commit import DEFAULT_BRANCH, apply_and_commit
     from compat.fix.writer import apply_fixes as write
 
-    return write(db_path, root, dry_run=dry_run, only=_fix_kinds(only))
+    kinds = _fix_kinds(only)
+    if commit or describe:
+        return apply_and_commit(
+            db_path,
+            root,
+            only=kinds,
+            dry_run=dry_run,
+            commit_it=commit,
+            branch=branch or DEFAULT_BRANCH,
+        )
+    return write(db_path, root, dry_run=dry_run, only=kinds)
+
+
+def render_applied(result: ApplyResult, format: FixFormat = FixFormat.TEXT) -> str:
+    """What `compat fix --apply` prints on stdout: the diffs, or the PR body (`markdown`)."""
+    if format == FixFormat.MARKDOWN:
+        return result.markdown or "No fixes to write.\n"
+    return "".join(result.diffs[path] for path in sorted(result.diffs))
 
 
 def site(db_path: Path, out_dir: Path, recipes_url: str) -> SiteReport:

@@ -371,6 +371,22 @@ def fix(
             "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
         ),
     ] = False,
+    commit: Annotated[
+        bool,
+        typer.Option(
+            "--commit",
+            metavar="",
+            help="With --apply: make a branch and one commit in the checkout (plain git), the "
+            "message listing each fix with its cause, evidence and what the site stops emitting.",
+        ),
+    ] = False,
+    branch: Annotated[
+        str,
+        typer.Option(
+            "--branch", metavar="NAME", help="With --commit: the new branch (vllm-compat/fixes)."
+        ),
+    ] = "",
+    format: FixFormatOpt = FixFormat.TEXT,
     only: Annotated[
         list[str] | None,
         typer.Option(
@@ -381,12 +397,18 @@ def fix(
         ),
     ] = None,
 ) -> None:
-    """The fix planned for each cause (re-judged at build time); --apply writes them round-trip.
+    """The fix planned for each cause (re-judged at build time); --apply writes them round-trip;
+    --commit makes them one commit on a new branch; --format markdown prints the PR body.
 
-    Example: compat fix --db compat.db --apply ../recipes --dry-run
+    Example: compat fix --db compat.db --apply ../recipes --commit --format markdown
     """
+    if apply is None and (commit or format == FixFormat.MARKDOWN or branch):
+        flag = "--commit" if commit else "--branch" if branch else "--format markdown"
+        raise UserError("needs --apply DIR (the recipes checkout)", where=flag)
     if apply is not None:
-        _print_applied(api.apply_fixes(db, apply, dry_run, only or ()))
+        markdown = format == FixFormat.MARKDOWN
+        res = api.apply_fixes(db, apply, dry_run, only or (), commit, branch, describe=markdown)
+        _print_applied(res, format)
         return
     for recipe, fixes in api.fixes(db, only or ()).items():
         for kind, summary, edits in fixes:
@@ -395,11 +417,11 @@ def fix(
                 out.print(f"    {e.where} = {e.value!r}", markup=False)
 
 
-def _print_applied(res: ApplyResult) -> None:
-    for path in sorted(res.diffs):
-        sys.stdout.write(res.diffs[path])
+def _print_applied(res: ApplyResult, format: FixFormat = FixFormat.TEXT) -> None:
+    sys.stdout.write(api.render_applied(res, format))
     err.print(
-        f"{'would change' if res.dry_run else 'changed'} {len(res.changed_files)} recipe files",
+        f"{'would change' if res.dry_run else 'changed'} {len(res.changed_files)} recipe files"
+        + (f"; committed {res.sha[:12]} on branch {res.branch}" if res.sha else ""),
         markup=False,
     )
 

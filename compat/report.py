@@ -71,13 +71,13 @@ def findings(db_path: Path) -> dict[str, Any]:
     return {
         "blocked": len(rows),
         "recipes": dict(groups),
-        "causes": _causes(db_path),
-        "reviews": _reviews(db_path),
+        "causes": causes(db_path),
+        "reviews": reviews(db_path),
         "totals": {t["status"]: t["n"] for t in totals},
     }
 
 
-def _reviews(db_path: Path) -> list[dict[str, Any]]:
+def reviews(db_path: Path) -> list[dict[str, Any]]:
     """Gates whose hidden commands start at the pin (ungate proposals): warnings, not findings."""
     return _rows(
         db_path,
@@ -94,7 +94,7 @@ def review_line(r: dict[str, Any]) -> str:
     )
 
 
-def _causes(db_path: Path) -> list[dict[str, Any]]:
+def causes(db_path: Path) -> list[dict[str, Any]]:
     """One entry per (recipe, cause) blocking an ungated judged command, with counts and its rows."""
     linked = _rows(
         db_path,

@@ -41,6 +41,10 @@ class ApplyResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (recipe, why)
     fixes: dict[str, list[str]] = field(default_factory=dict)  # recipe -> fix summaries
     dry_run: bool = False
+    message: str = ""  # the commit message (compat.fix.commit), when asked for
+    markdown: str = ""  # the same as a PR body
+    branch: str = ""  # with --commit: the branch made and its commit
+    sha: str = ""
 
 
 def planned_fixes(
