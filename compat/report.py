@@ -68,11 +68,16 @@ def findings(db_path: Path) -> dict[str, Any]:
     totals = _rows(
         db_path, "select status, count(*) n from verdict where judged = 1 group by status"
     )
+    unknown = _rows(
+        db_path,
+        "select count(*) n from verdict where judged = 1 and status = 'unknown' and gated = 0",
+    )[0]["n"]
     return {
         "blocked": len(rows),
         "recipes": dict(groups),
         "causes": causes(db_path),
         "reviews": reviews(db_path),
+        "unknown": unknown,
         "totals": {t["status"]: t["n"] for t in totals},
     }
 
