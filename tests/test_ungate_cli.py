@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from compat import store
@@ -92,3 +94,44 @@ def test_only_names_every_fix_kind_in_its_help() -> None:
 
     help_text = " ".join(run("fix", "--help").stdout.split())
     assert f"({', '.join(KINDS)};" in help_text, help_text
+
+
+def glm_view(tmp_path: Path, snapshot: Path, pin: str) -> Path:
+    """The snapshot's GLM-5.2 alone, gated off multi_node_tp_pp for MTP (the fix stage's gate),
+    pinned at `pin`."""
+    import shutil
+
+    root = tmp_path / f"glm-{pin}"
+    shutil.copytree(snapshot, root, ignore=shutil.ignore_patterns("node_modules", "models"))
+    (root / "models" / "zai-org").mkdir(parents=True)
+    text = (snapshot / "models" / "zai-org" / "GLM-5.2.yaml").read_text()
+    text = text.replace('min_vllm_version: "0.23.0"', f'min_vllm_version: "{pin}"')
+    text = text.replace("vllm-openai:v0.23.0", f"vllm-openai:v{pin}")
+    text = text.replace(
+        '    description: "Multi-Token Prediction speculative decoding (up to 7 draft tokens)"\n',
+        '    description: "Multi-Token Prediction speculative decoding (up to 7 draft tokens)"\n'
+        "    strategies: [single_node_tp, single_node_tep, multi_node_tp, multi_node_tep, multi_node_dep, "
+        "pd_cluster]\n")
+    assert "strategies: [single_node_tp, single_node_tep" in text
+    (root / "models" / "zai-org" / "GLM-5.2.yaml").write_text(text)
+    return root
+
+
+@pytest.mark.slow
+def test_ungate_fires_for_glm52_gated_and_moved_to_0_30_0_not_at_its_real_pin(tmp_path: Path, snapshot: Path) -> None:
+    """Issue 19's case: gated off multi_node_tp_pp for MTP, then bumped to 0.30.0 where it works."""
+    moved = glm_view(tmp_path, snapshot, "0.30.0")
+    db = tmp_path / "moved.db"
+    assert run("build", "--recipes", str(moved), "--db", str(db)).returncode == 0
+    r = run("check", "--db", str(db))
+    print(r.stdout)
+    assert r.returncode == 0  # nothing blocked; the stale gate is a warning
+    lines = [line for line in r.stdout.splitlines() if ": warning: gate features.spec_decoding.strategies" in line]
+    assert len(lines) == 1, r.stdout  # (the dspark mode's variant list is proposed too: see README)
+    assert "proposal (ungate): remove features.spec_decoding.strategies: the 26 command(s) it hides start at " \
+           "vLLM 0.30.0 (from 0.30.0)" in lines[0]
+    real = glm_view(tmp_path, snapshot, "0.23.0")
+    db2 = tmp_path / "real.db"
+    assert run("build", "--recipes", str(real), "--db", str(db2)).returncode == 0
+    report = json.loads(run("check", "--db", str(db2), "--format", "json").stdout)
+    assert report["reviews"] == []

@@ -174,13 +174,11 @@ def review(recipe: Recipe, gate: Gate, ctx: Context, fallback: str) -> Review | 
 
 
 def _since(ctx: Context, rows: list[tuple[Combination, str]], pin: str) -> str:
-    """The first release where every un-hidden command starts (bisected up to the pin, from the
-    oldest release the build judged: the release that fixed the cause); '' when it starts there."""
-    oldest = min(ctx.pool.judges, key=release_key)
+    """The first release where every un-hidden command starts: bisected over the releases up to
+    the pin (the whole index when it is reachable; scanned once, cached), the release that fixed
+    the cause. The pin itself when nothing earlier can be judged."""
     combos = [c for c, _ in rows]
-    if release_key(oldest) >= release_key(pin) or ctx.pool.starts(oldest, combos):
-        return ""
-    return ctx.pool.first_working(oldest, combos, until=pin) or pin
+    return ctx.pool.first_working("0", combos, until=pin) or pin
 
 
 def _proposal(
@@ -192,7 +190,7 @@ def _proposal(
     since: str,
     said: str,
 ) -> Proposal:
-    from_ = f"first release: {since}" if since else "at every release judged"
+    from_ = f"first release: {since}"
     if not closed:
         edit = Edit(
             "delete",
@@ -224,8 +222,7 @@ def _proposal(
         summary = (
             f"add {names} to {gate.where}: the {n} command(s) it hides there start at vLLM {pin}"
         )
-    if since:
-        summary += f" (from {since})"
+    summary += f" (from {since})"
     notes = [CAVEAT]
     if closed:
         notes.append(
@@ -233,7 +230,7 @@ def _proposal(
         )
     if said:
         notes.append(f"the recipe says: {said}")
-    return Proposal(KIND, (edit,), summary, works_from=since or pin, note="; ".join(notes))
+    return Proposal(KIND, (edit,), summary, works_from=since, note="; ".join(notes))
 
 
 def _maintainer_note(ctx: Context, recipe: Recipe, gate: Gate) -> str:
