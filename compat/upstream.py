@@ -326,10 +326,10 @@ def _repro(rule: Rule, args: Any, r: dict[str, Any], release: str) -> str:
 
 def _releases(db_path: Path, r: dict[str, Any], works: str) -> list[str]:
     out = ["## Releases verified", "", "| vLLM | verdict |", "| --- | --- |"]
-    history = _history(db_path, r)
-    out += [f"| {v} | {status} |" for v, status in history]
-    if works and works not in dict(history):
-        out.append(f"| {works} | starts |")
+    history = dict(_history(db_path, r))
+    if works and works not in history:
+        history[works] = "starts (bisected)"
+    out += [f"| {v} | {history[v]} |" for v in sorted(history, key=release_key)]
     out.append("")
     out.append(
         f"First release on the package index where it starts: **{works}** (found by "
