@@ -42,6 +42,20 @@ class CheckFormat(StrEnum):
     JSON = "json"
 
 
+class ExplainFormat(StrEnum):
+    """`--format` of explain: the causal chain, or a bug report for a vLLM-side cause."""
+
+    TEXT = "text"
+    ISSUE = "issue"
+
+
+class FixFormat(StrEnum):
+    """`--format` of fix: the fixes as lines, or as the PR body of `--commit`."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+
+
 class SqlFormat(StrEnum):
     """`--format` of sql."""
 
@@ -329,7 +343,11 @@ def _plan_fixes(
         return pin_of.get(pin) or resolve_pin(pin, pool.releases)
 
     cases = build_cases(repo, judged, book.rows, pinned=not explicit)
-    planned = plan_all(cases, Context(repo, pool, resolve), say)
+    ctx = Context(repo, pool, resolve)
+    planned = plan_all(cases, ctx, say)
+    if not explicit:  # gates are reviewed at the recipe's pin, which only a pinned build judges
+        book.rows += _gate_reviews(repo, judged, ctx, len(book.rows), say)
+    _fill_keys(book.rows, judged)
     lines: dict[str, dict[tuple[str, ...], int]] = {}
     for row in book.rows:
         if row["recipe"] not in lines:
@@ -347,6 +365,60 @@ def _plan_fixes(
                 fix_edits=dumps(p.edits),
                 works_from=p.works_from,
             )
+
+
+def _gate_reviews(
+    repo: Any, judged: dict[str, list[Any]], ctx: Any, last_id: int, say: Progress
+) -> list[dict[str, Any]]:
+    """`cause` rows of kind `gate`, one per ungate proposal (compat.fix.ungate): a gate whose
+    hidden commands start at the pin. Linked to no verdict, so `check` counts no row for them."""
+    from compat.fix.edits import dumps
+    from compat.fix.ungate import review_recipe
+
+    rows: list[dict[str, Any]] = []
+    for path, judged_rows in judged.items():
+        if path not in repo.recipes or not judged_rows:
+            continue
+        for r in review_recipe(repo.recipes[path], ctx, judged_rows[0].release):
+            p = r.proposal
+            rows.append(
+                {
+                    "id": last_id + len(rows) + 1,
+                    "recipe": path,
+                    "kind": "gate",
+                    "element": f"features.{r.gate.feature}",
+                    "mode": r.gate.mode,
+                    "carrier": "",
+                    "label": f"gate {r.gate.where}",
+                    "finding": f"hides {r.hidden} command(s) that start at vLLM {r.release}",
+                    "field": "",
+                    "line": 0,
+                    "works_from": p.works_from,
+                    "fix_kind": p.kind,
+                    "fix": p.summary,
+                    "fix_why": p.note,
+                    "fix_edits": dumps(list(p.edits)),
+                    "finding_keys": "[]",
+                }
+            )
+    if rows:
+        say(f"gates: {len(rows)} whose hidden commands start (ungate proposals)")
+    return rows
+
+
+def _fill_keys(rows: list[dict[str, Any]], judged: dict[str, list[Any]]) -> None:
+    """Each cause's finding keys (engine.finding_key), so readers can tell vLLM-side causes
+    (compat.upstream) without judging again."""
+    import json
+
+    keys: dict[int, dict[str, None]] = {}
+    for recipe_rows in judged.values():
+        for r in recipe_rows:
+            for cid, ks in r.cause_keys.items():
+                keys.setdefault(cid, {}).update(dict.fromkeys(ks))
+    for row in rows:
+        if "finding_keys" not in row or row["finding_keys"] == "[]":
+            row["finding_keys"] = json.dumps(list(keys.get(row["id"], {})))
 
 
 def _index_or_none() -> list[str] | None:
@@ -565,31 +637,53 @@ def sql(db_path: Path, statement: str) -> tuple[list[str], list[tuple[Any, ...]]
 
 
 def check(db_path: Path) -> dict[str, Any]:
-    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes."""
-    from compat import report
+    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes; the
+    gates to review (ungate proposals) and the vLLM-side causes (`upstream`)."""
+    from compat import report, upstream
 
-    return report.findings(db_path)
+    return report.findings(db_path) | {"upstream": upstream.upstream_causes(db_path)}
 
 
 def render_check(
-    findings: dict[str, Any], format: CheckFormat = CheckFormat.TEXT, verbose: bool = False
+    findings: dict[str, Any],
+    format: CheckFormat = CheckFormat.TEXT,
+    verbose: bool = False,
+    upstream: bool = False,
+    prefix: str = "",
 ) -> str:
-    """What `compat check` prints: a line per cause, workflow annotations, or everything."""
+    """What `compat check` prints: a line per cause, workflow annotations, or everything; with
+    `upstream`, a line per vLLM-side cause instead. `prefix`: the recipes root as the
+    repository sees it, for annotation paths."""
     import json
 
     from compat import report
+    from compat import upstream as up
 
     if format == CheckFormat.JSON:
         return json.dumps(findings, indent=1) + "\n"
+    if upstream:
+        lines = [up.upstream_line(e) for e in findings["upstream"]]
+        lines.append(f"{len(findings['upstream'])} vLLM-side cause(s)")
+        return "\n".join(lines) + "\n"
     if format == CheckFormat.GITHUB:
-        return report.render_github(findings)
+        return report.render_github(findings, prefix)
     return report.render_text(findings, verbose)
 
 
-def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
-    """`compat explain`: the causal chain behind a verdict, as text."""
-    from compat import report
+def explain(
+    db_path: Path,
+    model: str,
+    strategy: str,
+    feature: str,
+    vllm: str | None,
+    format: ExplainFormat = ExplainFormat.TEXT,
+) -> str:
+    """`compat explain`: the causal chain behind a verdict, or (`issue`) the bug report of its
+    vLLM-side cause."""
+    from compat import report, upstream
 
+    if format == ExplainFormat.ISSUE:
+        return upstream.issue(db_path, model, strategy, feature, vllm)
     return report.explain(db_path, model, strategy, feature, vllm)
 
 
@@ -613,19 +707,47 @@ def _fix_kinds(only: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 def fixes(
     db_path: Path, only: list[str] | tuple[str, ...] = ()
 ) -> dict[str, list[tuple[str, str, list[Edit]]]]:
-    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds."""
+    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds
+    (default: every kind, the ungate proposals included; `--apply` leaves those out)."""
+    from compat.fix import KINDS
     from compat.fix.writer import planned_fixes
 
-    return planned_fixes(db_path, _fix_kinds(only))
+    return planned_fixes(db_path, _fix_kinds(only) or KINDS)
 
 
 def apply_fixes(
-    db_path: Path, root: Path, dry_run: bool = False, only: list[str] | tuple[str, ...] = ()
+    db_path: Path,
+    root: Path,
+    dry_run: bool = False,
+    only: list[str] | tuple[str, ...] = (),
+    commit: bool = False,
+    branch: str = "",
+    describe: bool = False,
 ) -> ApplyResult:
-    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`."""
+    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`; with
+    `commit`, as one commit on a new branch; with `describe` (or `commit`), the commit message
+    and PR body come with the result (compat.fix.commit)."""
+    from compat.fix.commit import DEFAULT_BRANCH, apply_and_commit
     from compat.fix.writer import apply_fixes as write
 
-    return write(db_path, root, dry_run=dry_run, only=_fix_kinds(only))
+    kinds = _fix_kinds(only)
+    if commit or describe:
+        return apply_and_commit(
+            db_path,
+            root,
+            only=kinds,
+            dry_run=dry_run,
+            commit_it=commit,
+            branch=branch or DEFAULT_BRANCH,
+        )
+    return write(db_path, root, dry_run=dry_run, only=kinds)
+
+
+def render_applied(result: ApplyResult, format: FixFormat = FixFormat.TEXT) -> str:
+    """What `compat fix --apply` prints on stdout: the diffs, or the PR body (`markdown`)."""
+    if format == FixFormat.MARKDOWN:
+        return result.markdown or "No fixes to write.\n"
+    return "".join(result.diffs[path] for path in sorted(result.diffs))
 
 
 def site(db_path: Path, out_dir: Path, recipes_url: str) -> SiteReport:
