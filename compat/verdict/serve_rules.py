@@ -34,6 +34,8 @@ from compat.vllm.cli_surface import SymbolResolver
 from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
 SERVE_CLI = "vllm/entrypoints/cli/serve.py"
+SCRIPTS = "vllm/scripts.py"  # the `vllm` command before vllm/entrypoints/cli (0.5-0.7)
+RUN_SERVER_CHECKS = "run_server"  # its checks before the socket, as a function (before 0.9)
 #: (stage, function, how it is reached from `vllm serve`), in the order vLLM runs them: the name
 #: imported into serve.py, or the name called by a function serve.py imports.
 ENTRY_POINTS = (
@@ -125,6 +127,7 @@ class ServeRules:
         self.program: IsolatedProgram | None = None
         self.entries: list[tuple[str, str, str, int]] = []  # (stage, name, file, line)
         self.missing: dict[str, str] = {}  # stage -> why its function was not found
+        self.absent: set[str] = set()  # stages this release does not have (nothing to run)
         if tree is None:
             self.reason = f"the source of vLLM {version} is not available"
             return
@@ -132,6 +135,13 @@ class ServeRules:
         functions: dict[str, tuple[ast.FunctionDef, str]] = {}
         for stage, name, via in ENTRY_POINTS:
             found = self._find(name, via)
+            if found is None and stage == "api_server":
+                found = self._run_server_checks()
+                if found is not None:
+                    name = RUN_SERVER_CHECKS
+            if found is None and stage == "validate" and self._never_called(name):
+                self.absent.add(stage)  # this release's `vllm serve` runs no such check
+                continue
             if found is None:
                 self.missing[stage] = (
                     f"{name} not found in vLLM {version} "
@@ -201,9 +211,66 @@ class ServeRules:
                 for n in ast.walk(caller[1])
             ):
                 return None
-        got = self.r.resolve(rel, name)
-        if got is not None and isinstance(got[1], ast.FunctionDef):
-            return got[0], got[1]
+        for home in (rel, SCRIPTS) if via is None else (rel,):  # main() calls it in scripts.py
+            got = self.r.resolve(home, name)
+            if got is not None and isinstance(got[1], ast.FunctionDef):
+                return got[0], got[1]
+        return None
+
+    def _never_called(self, name: str) -> bool:
+        """The release's `vllm serve` command is found and never names `name` (0.5-0.7:
+        vllm/scripts.py main() before validate_parsed_serve_args existed)."""
+        homes = [m for m in (self.tree.parse(SERVE_CLI), self.tree.parse(SCRIPTS)) if m is not None]
+        return bool(homes) and not any(
+            isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.alias) and n.name == name
+            for m in homes
+            for n in ast.walk(m)
+        )
+
+    def _run_server_checks(self) -> tuple[str, ast.FunctionDef] | None:
+        """Before 0.9 the API server checks the parser names inline, at the top of `run_server`,
+        before it binds its socket: those statements, up to the first that calls
+        `create_server_socket` (or `socket.socket`, 0.6.2), as a function of `args` (logging
+        calls left out, they decide nothing; none left is a run_server that checks nothing). `run_server` is found from the `vllm serve` command (serve.py, or
+        vllm/scripts.py before vllm/entrypoints/cli existed)."""
+        for rel in (SERVE_CLI, SCRIPTS):
+            got = self.r.resolve(rel, "run_server")
+            if got is None or not isinstance(got[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            file, fn = got
+            body: list[ast.stmt] = []
+            for st in fn.body:
+                if any(
+                    isinstance(n, ast.Call)
+                    and ast.unparse(n.func).endswith(("create_server_socket", "socket.socket"))
+                    for n in ast.walk(st)
+                ):
+                    break
+                if _is_logging(st):
+                    continue
+                if any(
+                    isinstance(n, (ast.Await, ast.AsyncWith, ast.AsyncFor)) for n in ast.walk(st)
+                ):
+                    return None
+                body.append(st)
+            else:
+                return None  # no socket bound: not the shape this reads
+            checks = ast.FunctionDef(
+                name=RUN_SERVER_CHECKS,
+                args=ast.arguments(
+                    posonlyargs=[],
+                    args=[ast.arg("args")],
+                    kwonlyargs=[],
+                    kw_defaults=[],
+                    defaults=[],
+                ),
+                body=body or [ast.Pass()],
+                decorator_list=[],
+                returns=None,
+                type_params=[],
+            )
+            ast.copy_location(checks, fn)
+            return file, ast.fix_missing_locations(checks)
         return None
 
     def _helpers(self, functions: dict[str, tuple[ast.FunctionDef, str]]) -> None:
@@ -269,6 +336,8 @@ class ServeRules:
             ]
         found = {e[0]: e for e in self.entries}
         for stage, _name, _via in ENTRY_POINTS:
+            if stage in self.absent:
+                continue
             if stage in self.missing or self.program is None:
                 out.append(
                     RuleResult(stage, "unknown", message=self.missing.get(stage, self.reason))
@@ -345,6 +414,17 @@ class ConfigObject:
                 return value
             raise _Unknown(f"{self._cls}.{name} (default {kind})")
         raise AttributeError(f"'{self._cls}' object has no attribute '{name}'")
+
+
+def _is_logging(st: ast.stmt) -> bool:
+    """`logger.info(...)` and the like: a statement that only logs."""
+    return (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and isinstance(st.value.func.value, ast.Name)
+        and st.value.func.value.id == "logger"
+    )
 
 
 def _free(fn: ast.FunctionDef) -> set[str]:

@@ -2,7 +2,8 @@
 
 Releases before 0.12 build some choices when the parser is made: the registered reasoning or
 tool parser names (`list(ReasoningParserManager.reasoning_parsers)`), an enum's values
-(`[f.value for f in LoadFormat]`), a module list plus None (`[*QUANTIZATION_METHODS, None]`).
+(`[f.value for f in LoadFormat]`), a module list plus None (`[*QUANTIZATION_METHODS, None]`,
+the list written out, a dict's keys, or a Literal alias's strings with `get_args`).
 argparse then says "invalid choice" at parse time, before any later lookup. Each shape is
 read from the release: a registry stands for the parser names the scan finds, in the order the
 release registers them.
@@ -124,8 +125,37 @@ def _module_list(r: SymbolResolver, rel: str, name: str) -> list[Any] | None:
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
     if value is None:
         return None
+    if (  # `list(get_args(QuantizationMethods))`: the strings of a Literal alias, in order
+        isinstance(value, ast.Call)
+        and _name(value.func) in ("list", "tuple")
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Call)
+        and _name(value.args[0].func) == "get_args"
+        and len(value.args[0].args) == 1
+        and isinstance(value.args[0].args[0], ast.Name)
+    ):
+        return _literal_alias(r, found[0], value.args[0].args[0].id)
+    if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) for k in value.keys):
+        return [k.value for k in value.keys if isinstance(k, ast.Constant)]  # `*d`: its keys
     try:
         got = ast.literal_eval(value)
     except (ValueError, SyntaxError):
         return None
     return list(got) if isinstance(got, (list, tuple)) else None
+
+
+def _literal_alias(r: SymbolResolver, rel: str, name: str) -> list[Any] | None:
+    """The values of `Name = Literal["a", "b", ...]`, as seen from `rel`."""
+    found = r.resolve(rel, name)
+    node = found[1] if found is not None else None
+    value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    if not (
+        isinstance(value, ast.Subscript)
+        and (_name(value.value) == "Literal" or ast.unparse(value.value).endswith(".Literal"))
+    ):
+        return None
+    elts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    try:
+        return [ast.literal_eval(e) for e in elts]
+    except (ValueError, SyntaxError):
+        return None

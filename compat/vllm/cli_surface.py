@@ -46,6 +46,7 @@ from compat.vllm.cli_kwargs import (
 )
 
 SERVE_CLI = "vllm/entrypoints/cli/serve.py"
+SCRIPTS = "vllm/scripts.py"  # the `vllm` command before vllm/entrypoints/cli (0.5-0.7)
 ARG_UTILS = "vllm/engine/arg_utils.py"
 _MAKE_ARG_PARSER_CANDIDATES = (
     "vllm/entrypoints/common/cli_args.py",
@@ -684,6 +685,12 @@ class _CliExtractor:
     # ---- interpretation of a function that adds arguments
 
     def run(self) -> None:
+        own = self._serve_subparser_arguments()
+        self._run_make_arg_parser()
+        if own is not None:
+            self._prepend(*own)
+
+    def _run_make_arg_parser(self) -> None:
         found = self.find_make_arg_parser()
         if found is None:
             self.sources.append(
@@ -712,6 +719,47 @@ class _CliExtractor:
         rel, fn = found
         self.sources.append(SourceStatus("make_arg_parser", "ok", rel, fn.lineno))
         self._interpret(fn, _Ctx(rel, None, "make_arg_parser"))
+
+    def _serve_subparser_arguments(
+        self,
+    ) -> tuple[list[CliFlag], list[tuple[str, ArgSpec, str, int]]] | None:
+        """The arguments the `serve` subparser gets before `make_arg_parser(serve_parser)` is
+        called on it: up to 0.9 the positional `model_tag` and `--config` are added there (0.5-0.7
+        in `vllm/scripts.py` main, 0.8-0.9 in the serve subcommand's `subparser_init`); later
+        releases add them in make_arg_parser itself. Interpreted into fresh lists, which `run`
+        puts first, as argparse registers them first."""
+        for rel in (SERVE_CLI, SCRIPTS):
+            mod = self.tree.parse(rel)
+            for fn in (n for n in ast.walk(mod) if isinstance(n, ast.FunctionDef)) if mod else ():
+                target = _make_arg_parser_target(fn)
+                if target is None:
+                    continue
+                name, line = target
+                saved = self.flags, self.positionals
+                self.flags, self.positionals = [], []
+                try:
+                    for call, cond in _calls_with_conditions(fn):
+                        f = call.func
+                        if (
+                            call.lineno < line
+                            and isinstance(f, ast.Attribute)
+                            and f.attr == "add_argument"
+                            and isinstance(f.value, ast.Name)
+                            and f.value.id == name
+                        ):
+                            self._add_argument(call, cond, _Ctx(rel, None, fn.name), {}, {})
+                    return self.flags, self.positionals
+                finally:
+                    self.flags, self.positionals = saved
+        return None
+
+    def _prepend(
+        self, flags: list[CliFlag], positionals: list[tuple[str, ArgSpec, str, int]]
+    ) -> None:
+        have = {f.flag for f in self.flags}
+        self.flags[:0] = [f for f in flags if f.flag not in have]
+        dests = {p[0] for p in self.positionals}
+        self.positionals[:0] = [p for p in positionals if p[0] not in dests]
 
     def _interpret_add_cli_args(self, cls: ClassInfo) -> None:
         got = self.r.find_method(cls, "add_cli_args")
@@ -1184,6 +1232,20 @@ def _negates(kw: dict[str, ast.expr], from_field: bool, ov: dict[str, ast.expr])
 def kw_dest(kw: dict[str, ast.expr]) -> str | None:
     d = kw.get("dest")
     return d.value if isinstance(d, ast.Constant) and isinstance(d.value, str) else None
+
+
+def _make_arg_parser_target(fn: ast.FunctionDef) -> tuple[str, int] | None:
+    """(the parser variable, line) of a `make_arg_parser(<name>)` call in `fn`, if any."""
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "make_arg_parser"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
+            return node.args[0].id, node.lineno
+    return None
 
 
 def _calls_with_conditions(fn: ast.FunctionDef) -> Iterable[tuple[ast.Call, str | None]]:

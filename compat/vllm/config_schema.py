@@ -3,7 +3,9 @@
 A dataclass-typed flag (`--compilation-config`, `--attention-config`,
 `--kv-transfer-config`, ...) is parsed by `TypeAdapter(cls).validate_json(val)`
 (vLLM `engine/arg_utils.py` `parse_dataclass`), so a key that is not a field, or a
-value of the wrong type, fails at parse time. vLLM's `@config` decorator makes
+value of the wrong type, fails at parse time. Before 0.10 such flags take
+`type=Cls.from_cli` and the class is a pydantic BaseModel, which ignores unknown keys
+unless its `model_config` says otherwise. vLLM's `@config` decorator makes
 each class a pydantic dataclass with `extra="forbid"` (`vllm/config/utils.py`);
 a plain dataclass nested inside one is validated with pydantic's default, which
 ignores unknown keys.
@@ -183,6 +185,20 @@ class _Schema:
                     return "unknown"
                 if name.split(".")[-1] == "dataclass":
                     return "ignore"
+        for c in self.r.mro(cls):  # a pydantic BaseModel: its model_config, else "ignore"
+            for st in c.node.body:
+                if (
+                    isinstance(st, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "model_config" for t in st.targets)
+                    and isinstance(st.value, ast.Call)
+                ):
+                    kws = {k.arg: k.value for k in st.value.keywords}
+                    if "extra" not in kws:
+                        return "ignore"  # pydantic's default
+                    v = kws["extra"]
+                    return str(v.value) if isinstance(v, ast.Constant) else "unknown"
+            if any((_dotted(b) or "").split(".")[-1] == "BaseModel" for b in c.node.bases):
+                return "ignore"
         return "unknown"
 
     def _validators(self, cls: ClassInfo) -> dict[str, list[dict[str, Any]]]:

@@ -615,6 +615,12 @@ def cli_value_rows(
             cls = r.resolve_class(src.file, src.json_class)
             if cls is not None:
                 roots.append(cls)
+    for f in cli.flags:  # `type=CompilationConfig.from_cli` (before 0.10): the class it builds
+        src = f.spec.callable_src if f.spec is not None and f.spec.type == "callable" else ""
+        owner = src.split(".")[0] if src.count(".") == 1 else ""
+        cls = r.resolve_class(f.file, owner) if owner else None
+        if cls is not None:
+            roots.append(cls)
     for name in ROOT_ALSO:
         cls = r.find_class_anywhere(name)
         if cls is not None:
