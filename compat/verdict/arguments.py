@@ -4,7 +4,8 @@ The stages are vLLM's own (`vllm/entrypoints/cli/main.py`, `serve.py`):
 
 1. `parse`: `FlexibleArgumentParser.parse_args` rewrites the argv (`--model` moved to the
    front, `_` to `-` in option names, `-O3`, dotted `--x.key value` merged into one JSON
-   value per flag; `vllm/utils/argparse_utils.py`), then argparse parses it with the
+   value per flag; `vllm/utils/argparse_utils.py`), run from the release's own source
+   (`compat.verdict.argv_rewrite`), then argparse parses it with the
    options `make_arg_parser` registers. Here that parser is rebuilt with the standard
    library's argparse from the release's `cli_value` facts (action, nargs, type,
    choices, the positional `model_tag`) under a top-level `vllm` parser with a `serve`
@@ -33,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.verdict.argv_rewrite import ReleaseRewrite, RewriteError
 from compat.verdict.config_values import Validator, format_errors
 from compat.vllm.cli_kwargs import apply_chain, lambda_chain
 
@@ -134,9 +136,12 @@ def human_readable_int_or_auto(value: str) -> int:
 
 
 class PreprocessError(Exception):
-    def __init__(self, exc: str, message: str) -> None:
+    """The argv rewrite stopped: `exc` is vLLM's exception name, or 'unknown' with `key`
+    naming what the replay could not do (read a --config file, run the release's rewrite)."""
+
+    def __init__(self, exc: str, message: str, key: tuple[str, ...] = ("config-file",)) -> None:
         super().__init__(message)
-        self.exc, self.message = exc, message
+        self.exc, self.message, self.key = exc, message, key
 
 
 ConfigLoader = (
@@ -331,6 +336,7 @@ class ServeParser:
         self.plugin_dests = [v["dest"] for v in self.values if v["dest"].endswith("_parser_plugin")]
         self.notes = _Notes()  # the parse in progress: what its type callables noticed
         self._built: dict[frozenset[str], _Parser] = {}
+        self._release_rewrite: ReleaseRewrite | None = None
 
     def parser(self, relaxed: frozenset[str]) -> _Parser:
         """The parser with `relaxed` options accepting any value; built once per set."""
@@ -517,6 +523,9 @@ class ServeParser:
             fn = self._release_function(row["callable_src"], row)
             if fn is not None:
                 return shell_ok(fn, row["callable_src"])
+            fn = self._config_classmethod(row["callable_src"], row)
+            if fn is not None:  # argparse names it by __name__: "invalid from_cli value"
+                return shell_ok(fn, row["callable_src"].rsplit(".", 1)[-1])
 
         def unchecked(val: str) -> str:
             self.notes.findings.append(
@@ -572,6 +581,56 @@ class ServeParser:
 
         return run
 
+    def _config_classmethod(self, src: str, row: dict[str, Any]) -> Any:
+        """`type=CompilationConfig.from_cli` (before 0.10): the release's classmethod run in the
+        sandbox, with the class standing for its pydantic check (`cls(...)`, `model_validate`,
+        `model_validate_json`: compat.verdict.config_values) and `ast.literal_eval` available.
+        A check that fails raises ValueError, as pydantic's ValidationError is one, so argparse
+        reports `invalid from_cli value`."""
+        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)", src)
+        if self.tree is None or m is None:
+            return None
+        import ast
+        import types
+
+        from compat.vllm.cli_surface import ARG_UTILS, SymbolResolver
+        from compat.vllm.sandbox import IsolatedProgram, SandboxError
+
+        cls_name, method = m.groups()
+        r = SymbolResolver(self.tree)
+        cls = r.resolve_class(ARG_UTILS, cls_name)
+        got = r.find_method(cls, method) if cls is not None else None
+        if cls is None or got is None or not isinstance(got[1], ast.FunctionDef):
+            return None
+        owner, fn = got
+        config = _ConfigClass(cls_name, self)
+        host = {cls_name: config, "ast": types.SimpleNamespace(literal_eval=ast.literal_eval)}
+        try:
+            program = IsolatedProgram(self.tree, {method: (fn, owner.file)}, host)
+        except SandboxError:
+            return None
+
+        def run(val: str) -> Any:
+            try:
+                return program.call(method, config, val)
+            except (SandboxError, NameError, AttributeError) as exc:
+                self.notes.findings.append(
+                    ArgFinding(
+                        "parse",
+                        "unknown",
+                        f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
+                        f"({owner.file}:{fn.lineno}), which could not be evaluated ({exc})",
+                        "",
+                        [f"{owner.file}:{fn.lineno}"],
+                        ("unchecked", row["flag"]),
+                    )
+                )
+                return val
+            except SyntaxError as exc:  # literal_eval's; argparse does not catch it
+                raise _Raised(f"SyntaxError: {exc}") from None
+
+        return run
+
     def _dataclass(self, row: dict[str, Any]) -> Any:
         cls = row["json_class"]
         flag = row["flag"]
@@ -615,10 +674,10 @@ class ServeParser:
         """Namespace (None when vLLM stops) and every parse-stage finding, vLLM's first."""
         findings: list[ArgFinding] = []
         try:
-            processed = preprocess(argv, config_loader)
+            processed = self.rewrite(argv, config_loader)
         except PreprocessError as exc:
             if exc.exc == "unknown":
-                return None, [ArgFinding("parse", "unknown", exc.message, "", key=("config-file",))]
+                return None, [ArgFinding("parse", "unknown", exc.message, "", key=exc.key)]
             return None, [
                 ArgFinding(
                     "parse",
@@ -666,6 +725,27 @@ class ServeParser:
             namespace = None
         return namespace, findings
 
+    def rewrite(self, argv: list[str], config_loader: ConfigLoader = None) -> list[str]:
+        """The release's own FlexibleArgumentParser.parse_args run on `argv` (compat.verdict.
+        argv_rewrite); `preprocess`, the newest rewrite, for a parser built without a tree."""
+        if self.tree is None:
+            return preprocess(argv, config_loader)
+        if self._release_rewrite is None:
+            self._release_rewrite = ReleaseRewrite(self.tree)
+
+        def pull(args: list[str]) -> list[str]:
+            try:
+                return pull_config(list(args), config_loader)
+            except PreprocessError as exc:
+                raise _PullError(exc) from None
+
+        try:
+            return self._release_rewrite(argv, pull)
+        except _PullError as exc:
+            raise exc.error from None
+        except RewriteError as exc:
+            raise PreprocessError(exc.exc, exc.message, ("argv-rewrite",)) from None
+
     def _dest_of(self, message: str) -> str | None:
         """The option an argparse message is about ('argument --x/-y: ...')."""
         m = re.match(r"argument ([^:]+): ", message)
@@ -705,6 +785,55 @@ class ServeParser:
         return ArgFinding(
             "parse", "blocked", step, text, [e for e in evidence if e], key, "SystemExit"
         )
+
+
+class _PullError(RewriteError):
+    """`pull_config`'s own error, carried through the release's parse_args unchanged."""
+
+    def __init__(self, error: PreprocessError) -> None:
+        super().__init__(error.exc, error.message)
+        self.error = error
+
+
+class _ConfigClass:
+    """A config class as its own `from_cli` uses it: building or validating an instance is the
+    replay's pydantic check of the data, failing with ValueError (pydantic's ValidationError is
+    one); an exception the class lets through (a model_post_init assert) stops the parse."""
+
+    def __init__(self, name: str, parser: ServeParser) -> None:
+        self.name = name
+        self.parser = parser
+
+    def _check(self, data: Any) -> Any:
+        sp = self.parser
+        out = sp.validator.validate(self.name, data)
+        if out.raised:
+            raise _Raised(out.raised)
+        if out.errors:
+            sp.notes.evidence = _error_evidence(out, sp.validator, self.name)
+            raise ValueError(format_errors(self.name, out.errors))
+        if out.unchecked:
+            raise _Unchecked(f"part of the {self.name} value is not checked")
+        return sp.validator.config_object(self.name, data) if isinstance(data, dict) else data
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self._check(kwargs)
+
+    def model_validate(self, data: Any) -> Any:
+        return self._check(data)
+
+    def model_validate_json(self, text: str) -> Any:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"1 validation error for {self.name}\n  Invalid JSON: {_json_error(exc)}"
+            ) from None
+        return self._check(data)
+
+
+class _Unchecked(AttributeError):
+    """A value `_ConfigClass` cannot check in full: reported as unknown by the caller."""
 
 
 def _top_level_parse(

@@ -82,6 +82,7 @@ _SAFE_BUILTINS = [
     "RuntimeError",
     "AssertionError",
     "IndexError",
+    "StopIteration",
     "Exception",
     "True",
     "False",
