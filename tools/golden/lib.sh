@@ -57,6 +57,7 @@ golden_venv() {
   fi
   # torchvision/torchaudio must import beside torch; drop them if they do not.
   for mod in torchvision torchaudio; do
+    "$venv/bin/pip" show -q "$mod" >/dev/null 2>&1 || continue  # not installed (0.6.x: no torchaudio)
     if ! "$venv/bin/python" -c "import $mod" >/dev/null 2>&1; then
       golden_log "$mod does not import beside torch: uninstalling it"
       "$venv/bin/pip" uninstall -y "$mod"
