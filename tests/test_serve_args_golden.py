@@ -1,7 +1,7 @@
 """vLLM's own argument handling (golden data) against vllm-compat's argument-level findings.
 
 `tests/golden/serve-args-<ver>.json.gz` holds, for every argv the project synthesizes on the
-recipes snapshot, what a vLLM release (RELEASES: 0.17.0, 0.23.0, 0.33.0) did with it when run for real
+recipes snapshot, what a vLLM release (RELEASES: 0.6.2 to 0.33.0) did with it when run for real
 (tools/golden/serve_args.py: the CLI's parser, validate_parsed_serve_args, the API
 server's validation, AsyncEngineArgs.from_cli_args). Per row:
 
@@ -32,7 +32,7 @@ from compat.scan import release_facts
 from compat.verdict.arguments import check_arguments
 
 GOLDEN = Path(__file__).parent / "golden"
-RELEASES = ("0.17.0", "0.23.0", "0.33.0")
+RELEASES = ("0.6.2", "0.6.4", "0.7.0", "0.8.5", "0.10.0", "0.11.0", "0.11.1", "0.12.0", "0.14.1", "0.17.0", "0.23.0", "0.33.0")
 
 
 def load_golden(version: str) -> dict:
