@@ -26,6 +26,7 @@ from compat.verdict.findings import Finding, Outcome, Stage, note
 from compat.verdict.knowledge import Knowledge
 from compat.verdict.shell import ShellVars
 from compat.vllm.cli_surface import INTERNAL_FIELDS
+from compat.vllm.facts import CLI_MAINS
 from compat.vocab import Status, worst
 
 __all__ = ["EP_MSG", "PP_MSG", "Finding", "Judge", "Outcome", "argv_rewrite_verified", "known_flag"]
@@ -147,6 +148,20 @@ class Judge:
     def _command(self, argv: tuple[str, ...], args: ServeArgs, prefix: str) -> list[Finding]:
         """What vLLM's argument handling and name checks say of one node's argv."""
         out: list[Finding] = []
+        command = self.k.release_facts.get("serve_command")
+        if isinstance(command, dict) and command.get("module") is None:
+            return [
+                Finding(
+                    Status.BLOCKED,
+                    f"{prefix}vLLM {self.k.version} installs no `vllm` command (none of "
+                    f"{', '.join(CLI_MAINS)}, the modules its console script runs, exists; the "
+                    "server was started with python -m vllm.entrypoints.openai.api_server)",
+                    "vllm: command not found",
+                    [],
+                    Stage.ARGUMENT,
+                    key="arg:no-vllm-command",
+                )
+            ]
         checked = self.arguments(argv)
         if checked is None:  # no argparse facts for this release, or a rewrite not verified
             if self.k.values and not argv_rewrite_verified(self.k):

@@ -543,6 +543,7 @@ def surface_rows(
     release_rows.append(runner_default(tree))
     release_rows.append(reasoning_parser_lookups(tree))
     release_rows.append(requirements_fact(tree))
+    release_rows.append(serve_command(tree))
     release_rows.append(chat_template_files(tree))
     from compat.vllm.cli_surface import argv_rewrite_shape, inverse_prefixes
 
@@ -801,6 +802,24 @@ def _v2_runner_default(tree: VllmTree) -> dict | None:
 
 
 _EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))
+
+
+#: The modules the `vllm` console script runs, newest first (0.8 on; 0.5-0.7).
+CLI_MAINS = ("vllm/entrypoints/cli/main.py", "vllm/scripts.py")
+
+
+def serve_command(tree: VllmTree) -> dict:
+    """Whether the release installs a `vllm` command: `{"module": file}` for the module its
+    console script runs, `{"module": null}` when the release has none of them (0.4.x: the
+    wheel declares no console script; the server was `python -m vllm.entrypoints.openai.
+    api_server`, and `vllm serve` is "command not found")."""
+    rel = next((m for m in CLI_MAINS if tree.exists(m)), None)
+    return {
+        "key": "serve_command",
+        "value": json.dumps({"module": rel}),
+        "file": rel or "",
+        "line": 1 if rel else 0,
+    }
 
 
 def requirements_fact(tree: VllmTree) -> dict:
