@@ -149,7 +149,7 @@ class Judge:
         """What vLLM's argument handling and name checks say of one node's argv."""
         out: list[Finding] = []
         command = self.k.release_facts.get("serve_command")
-        if isinstance(command, dict) and command.get("module") is None:
+        if isinstance(command, dict) and command.get("module") is None and command.get("server"):
             return [
                 Finding(
                     Status.BLOCKED,

@@ -12,9 +12,17 @@ release registers them.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Protocol
 
-from compat.vllm.cli_surface import SymbolResolver
+
+class SymbolResolver(Protocol):
+    """What this module asks of compat.vllm.cli_surface.SymbolResolver (which imports this
+    module, so it is named by what it does)."""
+
+    def resolve(self, rel: str, name: str) -> tuple[str, Any] | None: ...
+
+    def resolve_class(self, rel: str, name: str) -> Any: ...
+
 
 #: Manager attribute -> parser kind (compat.vllm.parsers).
 REGISTRIES = {"reasoning_parsers": "reasoning", "tool_parsers": "tool"}

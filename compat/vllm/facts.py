@@ -806,19 +806,22 @@ _EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))
 
 #: The modules the `vllm` console script runs, newest first (0.8 on; 0.5-0.7).
 CLI_MAINS = ("vllm/entrypoints/cli/main.py", "vllm/scripts.py")
+OPENAI_SERVER = "vllm/entrypoints/openai/api_server.py"
 
 
 def serve_command(tree: VllmTree) -> dict:
     """Whether the release installs a `vllm` command: `{"module": file}` for the module its
-    console script runs, `{"module": null}` when the release has none of them (0.4.x: the
-    wheel declares no console script; the server was `python -m vllm.entrypoints.openai.
-    api_server`, and `vllm serve` is "command not found")."""
+    console script runs; `{"module": null, "server": file}` when none of them exists but the
+    OpenAI server module does (0.4.x: the wheel declares no console script, the server was
+    `python -m vllm.entrypoints.openai.api_server`, and `vllm serve` is "command not found");
+    `{"module": null, "server": null}` when the tree shows neither (undecided)."""
     rel = next((m for m in CLI_MAINS if tree.exists(m)), None)
+    server = OPENAI_SERVER if tree.exists(OPENAI_SERVER) else None
     return {
         "key": "serve_command",
-        "value": json.dumps({"module": rel}),
-        "file": rel or "",
-        "line": 1 if rel else 0,
+        "value": json.dumps({"module": rel, "server": server}),
+        "file": rel or server or "",
+        "line": 1 if rel or server else 0,
     }
 
 
