@@ -250,10 +250,13 @@ class CapabilityAnalyzer:
             return False, f"getattr({name}) -> default False"
         if mem.kind == "def":
             return True, f"{name} is a method of {_where(mem)}"
-        try:
-            val = ast.literal_eval(mem.node) if mem.node is not None else None
-        except (ValueError, SyntaxError, TypeError):
-            return None, f"{name} = {ast.unparse(mem.node)} at {_where(mem)} is not a literal"  # type: ignore[arg-type]
+        val = None
+        if mem.node is not None:
+            try:
+                val = ast.literal_eval(mem.node)
+            except (ValueError, SyntaxError, TypeError):
+                return None, f"{name} = {ast.unparse(mem.node)} at {_where(mem)} is not a literal"
+
         return bool(val), f"{name} = {val!r} at {_where(mem)}"
 
     def _callable(self, m: ClassModel, name: str) -> tuple[bool | None, str]:

@@ -197,6 +197,8 @@ class CliSurface:
 
 # --------------------------------------------------------------------------- resolver
 
+FunctionNode: TypeAlias = ast.FunctionDef | ast.AsyncFunctionDef
+
 
 @dataclass
 class ClassInfo:
@@ -355,11 +357,11 @@ class SymbolResolver:
                     seen.append(c)
         return seen
 
-    def find_method(self, cls: ClassInfo, name: str) -> tuple[ClassInfo, ast.FunctionDef] | None:
+    def find_method(self, cls: ClassInfo, name: str) -> tuple[ClassInfo, FunctionNode] | None:
         for c in self.mro(cls):
             for st in c.node.body:
                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == name:
-                    return c, st  # type: ignore[return-value]
+                    return c, st
         return None
 
     def is_dataclass(self, cls: ClassInfo) -> bool:
@@ -745,7 +747,7 @@ class _CliExtractor:
         self.sources.append(SourceStatus(label, "ok", owner.file, fn.lineno))
         self._interpret(fn, _Ctx(owner.file, cls, label))
 
-    def _interpret(self, fn: ast.FunctionDef, ctx: _Ctx) -> None:
+    def _interpret(self, fn: FunctionNode, ctx: _Ctx) -> None:
         kwvars = self._kwargs_vars(fn, ctx)
         overrides = self._overrides(fn, kwvars)
         for call, cond in _calls_with_conditions(fn):
@@ -772,7 +774,7 @@ class _CliExtractor:
                     continue
                 self._interpret_add_cli_args(target)
 
-    def _kwargs_vars(self, fn: ast.FunctionDef, ctx: _Ctx) -> _KwargsVars:
+    def _kwargs_vars(self, fn: FunctionNode, ctx: _Ctx) -> _KwargsVars:
         """Variables bound to `get_kwargs(Cls)` (field None) or `get_kwargs(Cls)["f"]` / `x["f"]`."""
         out: _KwargsVars = {}
         for st in ast.walk(fn):
@@ -816,7 +818,7 @@ class _CliExtractor:
                     fn = node  # the innermost
         return lambda node: choices_of(self.r, rel, node, fn)
 
-    def _overrides(self, fn: ast.FunctionDef, kwvars: _KwargsVars) -> _Overrides:
+    def _overrides(self, fn: FunctionNode, kwvars: _KwargsVars) -> _Overrides:
         """`xxx_kwargs["field"]["type"] = ...` and `alias["type"] = ...` in the function."""
         out: _Overrides = {}
         for st in ast.walk(fn):
@@ -1244,7 +1246,7 @@ def kw_dest(kw: dict[str, ast.expr]) -> str | None:
     return d.value if isinstance(d, ast.Constant) and isinstance(d.value, str) else None
 
 
-def _calls_with_conditions(fn: ast.FunctionDef) -> Iterable[tuple[ast.Call, str | None]]:
+def _calls_with_conditions(fn: FunctionNode) -> Iterable[tuple[ast.Call, str | None]]:
     """Calls in source order, each with the innermost enclosing `if` test (negated in `else`)."""
     out: list[tuple[ast.Call, str | None]] = []
 

@@ -6,7 +6,7 @@ import contextlib
 import gc
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from compat.errors import LayoutError
 from compat.sources.tree import VllmTree
@@ -236,18 +236,19 @@ def _in_workers(
     if _cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
     ctx = multiprocessing.get_context("fork")
-    jobs: list[tuple[Any, Any]] = []
+    jobs: list[tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]]
+    jobs = []
     try:
         queue = RaiseQueue(queued, ctx.Value("i", 0))
         for share in (_model_share, _surface_share):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(
+            proc: multiprocessing.process.BaseProcess = ctx.Process(
                 target=_worker, args=(share, tree, platforms, queue, send), daemon=True
             )
             proc.start()
             send.close()
             jobs.append((proc, recv))
-        results: dict[int, dict] = {}
+        results: dict[int, dict[str, Any]] = {}
         pending = {recv: i for i, (_proc, recv) in enumerate(jobs)}
         deadline = time.monotonic() + 600
         while pending:
@@ -256,7 +257,8 @@ def _in_workers(
             )
             if not ready:
                 return None  # a worker hangs
-            for conn in ready:
+            for obj in ready:
+                conn = cast(multiprocessing.connection.Connection, obj)  # one of `pending`
                 try:
                     kind, payload = conn.recv()
                 except EOFError:
@@ -760,11 +762,11 @@ def _v2_runner_default(tree: VllmTree) -> dict | None:
             and isinstance(st.targets[0], _ast.Name)
             and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
         ):
-            node = (
+            listed = (
                 st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
             )
             try:
-                archs = sorted(_ast.literal_eval(node))
+                archs = sorted(_ast.literal_eval(listed))
             except (ValueError, SyntaxError, TypeError):
                 archs = None
     default_src = ""

@@ -184,9 +184,9 @@ def load_rules(
         raise UserError("expected a mapping with `version` and `rules`", where=str(p))
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(x) for x in e.absolute_path])
     if errors:
-        e = errors[0]
-        loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in e.absolute_path)
-        raise UserError(e.message, where=f"{p}: {loc.lstrip('.') or '(top)'}")
+        err = errors[0]
+        loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err.absolute_path)
+        raise UserError(err.message, where=f"{p}: {loc.lstrip('.') or '(top)'}")
     rules = []
     seen: set[str] = set()
     for i, r in enumerate(doc["rules"]):
@@ -367,11 +367,12 @@ def _check_gates(tree: VllmTree, rules: list[GateRule]) -> list[GateStatus]:
     out = []
     for r in rules:
         results = [check_anchor(tree, a, index, all_files) for a in r.anchors]
-        first = results[0] if results else None
-        bad = [x for x in results if not x.ok]
         if not results:
             out.append(GateStatus(r.id, "unverified", None, None, "rule has no anchors", results))
-        elif bad:
+            continue
+        first = results[0]
+        bad = [x for x in results if not x.ok]
+        if bad:
             out.append(
                 GateStatus(
                     r.id,

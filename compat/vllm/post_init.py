@@ -81,7 +81,7 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
                 else ""
             )
             exception = ast.unparse(node.exc.func) if isinstance(node.exc, ast.Call) else ""
-            check = {
+            check: dict[str, Any] = {
                 "kind": "post_init",
                 "mode": "after",
                 "func": "__post_init__",
