@@ -31,9 +31,9 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-from compat.verdict.config_values import Validator, format_errors
+from compat.verdict.config_values import ClassSchema, Validator, format_errors
 from compat.vllm.cli_kwargs import apply_chain, lambda_chain
 
 STAGES = ("parse", "validate", "api_server", "engine_args")
@@ -90,10 +90,16 @@ class _ParseError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse with errors raised instead of printed (prog and message kept)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    #: every option's default, taken once the serve parser is built (`_take_defaults`)
+    defaults_: dict[str, Any]
+    #: (always-reached actions, option strings sorted, their actions, the narrow parser), set by
+    #: the first `_narrowed` of this parser
+    narrow_index_: tuple[set[int], list[str], list[int], _Parser]
+
+    def error(self, message: str) -> NoReturn:
         raise _ParseError(self.prog, message)
 
-    def exit(self, status: int = 0, message: str | None = None):  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise _ParseError(self.prog, message or f"exit {status}")
 
 
@@ -218,8 +224,8 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
     for i, arg in enumerate(args):
         if arg.startswith("--"):
             if "=" in arg:
-                key, value = arg.split("=", 1)
-                processed.append(f"{_dash(key)}={value}")
+                flag, text = arg.split("=", 1)
+                processed.append(f"{_dash(flag)}={text}")
             else:
                 processed.append(_dash(arg))
         elif arg.startswith("-O") and arg != "-O":
@@ -263,8 +269,8 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
             _merge(dict_args.setdefault(key, {}), nested)
             delete.add(i)
     out = [a for i, a in enumerate(processed) if i not in delete]
-    for key, value in dict_args.items():
-        out += [key, json.dumps(value)]
+    for key, obj in dict_args.items():
+        out += [key, json.dumps(obj)]
     return out
 
 
@@ -341,7 +347,7 @@ class ServeParser:
     @property
     def defaults(self) -> dict[str, Any]:
         """Every option's default as argparse leaves it in the namespace (from the full parser)."""
-        return self.parser(frozenset()).defaults_  # type: ignore[attr-defined]
+        return self.parser(frozenset()).defaults_
 
     def build(self, relaxed: frozenset[str]) -> _Parser:
         """The `serve` subparser (prog `vllm serve`). The top-level `vllm` parser adds nothing for
@@ -362,7 +368,7 @@ class ServeParser:
                 serve.add_argument(*strings, **kwargs)
             except (argparse.ArgumentError, ValueError, TypeError):
                 continue  # a duplicate or inconsistent option: vLLM's parser build would fail too
-        serve.defaults_ = _take_defaults(serve)  # type: ignore[attr-defined]
+        serve.defaults_ = _take_defaults(serve)
         return serve
 
     @staticmethod
@@ -545,9 +551,11 @@ class ServeParser:
         from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
         got = SymbolResolver(self.tree).resolve(ARG_UTILS, src)
-        if got is None or not isinstance(got[1], ast.FunctionDef):
+        if got is None:
             return None
         file, fn = got
+        if not isinstance(fn, ast.FunctionDef):
+            return None
         try:
             program = IsolatedProgram(self.tree, {src: (fn, file)}, {"argparse": argparse})
         except SandboxError:
@@ -783,7 +791,7 @@ def _take_defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
         if action.dest is argparse.SUPPRESS or action.default is argparse.SUPPRESS:
             continue
         default = action.default
-        if isinstance(default, str) and action.type is not None:
+        if isinstance(default, str) and callable(action.type):
             try:
                 default = action.type(default)
             except (argparse.ArgumentTypeError, TypeError, ValueError, _Raised):
@@ -887,16 +895,19 @@ def _error_evidence(out: Any, validator: Validator, cls: str) -> list[str]:
     """file:line of each rejected field (its definition), or of the class for an unknown key."""
     found = []
     for e in out.errors:
-        owner, schema = cls, validator.schemas.get(cls)
+        owner: str | None = cls
+        schema: ClassSchema | None = validator.schemas.get(cls)
         for part in e.loc[:-1]:  # walk nested config classes
             field = (schema.fields.get(part) if schema else None) or {}
             spec = field.get("type") or {}
             owner = spec.get("name") if spec.get("t") == "class" else owner
-            schema = validator.schemas.get(owner)
+            schema = validator.schemas.get(owner) if owner is not None else None
         if schema is None:
             continue
-        field = schema.fields.get(e.loc[-1]) if e.loc else None
-        at = f"{field['file']}:{field['line']}" if field else f"{schema.file}:{schema.line}"
+        rejected = schema.fields.get(e.loc[-1]) if e.loc else None
+        at = (
+            f"{rejected['file']}:{rejected['line']}" if rejected else f"{schema.file}:{schema.line}"
+        )
         if at not in found:
             found.append(at)
     return found

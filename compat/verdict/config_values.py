@@ -486,6 +486,7 @@ def _render(template: str, env: dict[str, Any], members: dict[str, Any]) -> str:
                 and isinstance(v.value, ast.Call)
                 and isinstance(v.value.func, ast.Attribute)
                 and isinstance(v.value.func.value, ast.Constant)
+                and isinstance(v.value.func.value.value, str)
             ):
                 parts.append(v.value.func.value.value.join(members))
             else:

@@ -179,7 +179,7 @@ class Judge:
         partial = any(n.startswith("cli: partial") for n in self.k.notes)
         out = []
         for af in check_arguments(self.k, list(argv), self.shell).findings:
-            status = af.status
+            status = Status(af.status)
             if partial and af.key[:1] == ("unrecognized",):
                 status = Status.UNKNOWN  # the flag list of this release is incomplete
             out.append(
@@ -221,7 +221,7 @@ class Judge:
             )
             out.append(
                 Finding(
-                    Status.UNKNOWN if blocked else af.status,
+                    Status.UNKNOWN if blocked else Status(af.status),
                     step,
                     af.message,
                     [e for e in af.evidence if e],
@@ -624,14 +624,14 @@ class Judge:
             results.append((cand, verdict.value, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
-            cand, verdict, _, found = results[0]
+            cand, shared, _, found = results[0]
             head = note(
                 f"model config of {c.model_id} unresolved; vLLM lists it under {names}; every "
-                f"candidate gives the same verdict ({verdict}), shown for {cand}",
+                f"candidate gives the same verdict ({shared}), shown for {cand}",
                 f"model_config:{c.model_id}",
             )
             return [head, *found]
-        split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
+        split = "; ".join(f"{cand}: {status}" for cand, status, _, _ in results)
         return [
             Finding(
                 Status.UNKNOWN,

@@ -233,7 +233,7 @@ class ServeRules:
         if isinstance(node, ast.FunctionDef):
             helpers = {name: (node, got[0])}
             self._helpers(helpers)
-            sub = IsolatedProgram(self.tree, helpers, self.host, self._import)
+            sub = IsolatedProgram(self.r.tree, helpers, self.host, self._import)
             return lambda *a: sub.call(name, *a)
         if isinstance(node, ast.Assign):
             return self._path_constant(node.value, got[0])
@@ -349,7 +349,7 @@ class ConfigObject:
 
 def _free(fn: ast.FunctionDef) -> set[str]:
     assigned = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
-    loaded = set()
+    loaded: set[str] = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Name):
             (assigned if isinstance(node.ctx, ast.Store) else loaded).add(node.id)
