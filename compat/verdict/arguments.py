@@ -30,6 +30,7 @@ import argparse
 import bisect
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -137,6 +138,44 @@ def human_readable_int_or_auto(value: str) -> int:
     if value == "-1" or value.lower() == "auto":
         return -1
     return human_readable_int(value)
+
+
+def union_dict_and_str(val: str) -> Any:
+    """vLLM's `union_dict_and_str` (the `dict | str` fields): JSON when it looks like an object."""
+    if not re.match(r"(?s)^\s*{.*}\s*$", val):
+        return str(val)
+    if val in ("", "None"):
+        return None
+    try:
+        return json.loads(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"Value {val} cannot be converted to <function loads at 0x?>."
+        ) from None
+
+
+def check_port(val: str) -> int:
+    """vLLM's `--port` check."""
+    try:
+        port = int(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError("Port must be an integer") from None
+    if not (1024 <= port <= 65535):
+        raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
+    return port
+
+
+#: type names whose callable is a fixed function: name -> (function, the name vLLM's has)
+_PLAIN_TYPES: dict[str, tuple[Callable[[str], Any], str]] = {
+    "str": (str, "str"),
+    "int": (int, "int"),
+    "float": (float, "float"),
+    "human_readable_int": (human_readable_int, "human_readable_int"),
+    "human_readable_int_or_auto": (human_readable_int_or_auto, "human_readable_int_or_auto"),
+    "json": (json.loads, "loads"),
+    "json_or_str": (union_dict_and_str, "union_dict_and_str"),
+    "port": (check_port, "check_port"),
+}
 
 
 class PreprocessError(Exception):
@@ -436,93 +475,64 @@ class ServeParser:
         return base
 
     def _base(self, row: dict[str, Any]) -> Any:
+        """The type callable vLLM gives the option, as a function of ours (shell values pass)."""
         name = row["type"]
-        flag = row["flag"]
-        choices = row["choices"]
-
-        def shell_ok(fn: Any, label: str) -> Any:
-            def convert(val: str) -> Any:
-                if isinstance(val, ShellValue):
-                    if choices is not None and not row["metavar_only"]:
-                        self.notes.findings.append(
-                            ArgFinding(
-                                "parse",
-                                "unknown",
-                                f"{flag} {val}: the value comes from the shell variable "
-                                f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
-                                "",
-                                [_at(row["choices_file"], row["choices_line"])],
-                                ("shell", flag, val.var),
-                            )
-                        )
-                    elif name in ("json", "json_or_str", "dataclass"):
-                        self.notes.findings.append(
-                            ArgFinding(
-                                "parse",
-                                "unknown",
-                                f"{flag} {val}: the JSON value comes from the shell variable "
-                                f"${val.var} and is not checked",
-                                "",
-                                [],
-                                ("shell", flag, val.var),
-                            )
-                        )
-                    return val
-                return fn(val)
-
-            return _named(convert, label)
-
         if name in ("", None):
-            return shell_ok(lambda v: v, "identity")
-        if name == "str":
-            return shell_ok(str, "str")
-        if name == "int":
-            return shell_ok(int, "int")
-        if name == "float":
-            return shell_ok(float, "float")
-        if name == "human_readable_int":
-            return shell_ok(human_readable_int, "human_readable_int")
-        if name == "human_readable_int_or_auto":
-            return shell_ok(human_readable_int_or_auto, "human_readable_int_or_auto")
-        if name == "json":
-            return shell_ok(json.loads, "loads")
-        if name == "json_or_str":
-
-            def union_dict_and_str(val: str) -> Any:
-                if not re.match(r"(?s)^\s*{.*}\s*$", val):
-                    return str(val)
-                if val in ("", "None"):
-                    return None
-                try:
-                    return json.loads(val)
-                except ValueError:
-                    raise argparse.ArgumentTypeError(
-                        f"Value {val} cannot be converted to <function loads at 0x?>."
-                    ) from None
-
-            return shell_ok(union_dict_and_str, "union_dict_and_str")
+            return self._shell_ok(row, lambda v: v, "identity")
+        if name in _PLAIN_TYPES:
+            fn, label = _PLAIN_TYPES[name]
+            return self._shell_ok(row, fn, label)
         if name == "dataclass":
-            return shell_ok(self._dataclass(row), "parse_dataclass")
+            return self._shell_ok(row, self._dataclass(row), "parse_dataclass")
         if name == "transform":
             chain = lambda_chain(row["callable_src"])
             if chain is not None:
-                return shell_ok(lambda v: apply_chain(chain, v), "<lambda>")
-        if name == "port":
-
-            def check_port(val: str) -> int:
-                try:
-                    port = int(val)
-                except ValueError:
-                    raise argparse.ArgumentTypeError("Port must be an integer") from None
-                if not (1024 <= port <= 65535):
-                    raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
-                return port
-
-            return shell_ok(check_port, "check_port")
+                return self._shell_ok(row, lambda v: apply_chain(chain, v), "<lambda>")
         if name == "callable":
-            fn = self._release_function(row["callable_src"], row)
-            if fn is not None:
-                return shell_ok(fn, row["callable_src"])
+            release_fn = self._release_function(row["callable_src"], row)
+            if release_fn is not None:
+                return self._shell_ok(row, release_fn, row["callable_src"])
+        return self._unchecked(row)
+
+    def _shell_ok(self, row: dict[str, Any], fn: Any, label: str) -> Any:
+        """`fn` named `label`, letting a value from a shell variable through unconverted (noted
+        as unknown where the option has choices or takes JSON)."""
+        flag, name, choices = row["flag"], row["type"], row["choices"]
+
+        def convert(val: str) -> Any:
+            if isinstance(val, ShellValue):
+                if choices is not None and not row["metavar_only"]:
+                    self.notes.findings.append(
+                        ArgFinding(
+                            "parse",
+                            "unknown",
+                            f"{flag} {val}: the value comes from the shell variable "
+                            f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
+                            "",
+                            [_at(row["choices_file"], row["choices_line"])],
+                            ("shell", flag, val.var),
+                        )
+                    )
+                elif name in ("json", "json_or_str", "dataclass"):
+                    self.notes.findings.append(
+                        ArgFinding(
+                            "parse",
+                            "unknown",
+                            f"{flag} {val}: the JSON value comes from the shell variable "
+                            f"${val.var} and is not checked",
+                            "",
+                            [],
+                            ("shell", flag, val.var),
+                        )
+                    )
+                return val
+            return fn(val)
+
+        return _named(convert, label)
+
+    def _unchecked(self, row: dict[str, Any]) -> Any:
+        """A type callable we do not model: every value passes, noted as unknown."""
+        flag = row["flag"]
 
         def unchecked(val: str) -> str:
             self.notes.findings.append(
@@ -530,7 +540,7 @@ class ServeParser:
                     "parse",
                     "unknown",
                     f"{flag} {val!r}: vLLM {self.version} converts it with "
-                    f"`{row['callable_src'] or name}`, which is not modelled",
+                    f"`{row['callable_src'] or row['type']}`, which is not modelled",
                     "",
                     [_at(row["file"], row["line"])],
                     ("unchecked", flag),
