@@ -235,40 +235,8 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
             + (f"; did you mean {', '.join(close)}?" if close else ""),
             where="compat explain",
         )
-    where = "recipe = ?"
-    params: tuple = (chosen,)
-    combos = _rows(
-        db_path, f"select distinct strategy, feature, mode from verdict where {where}", params
-    )
-    strategies = sorted({c["strategy"] for c in combos})
-    if strategy not in strategies:
-        close = difflib.get_close_matches(strategy, strategies, n=3, cutoff=0.4)
-        raise UserError(
-            f"{chosen} offers no strategy {strategy!r}; it has {', '.join(strategies)}"
-            + (f" (did you mean {', '.join(close)}?)" if close else ""),
-            where="compat explain",
-        )
-    features = sorted({c["feature"] for c in combos if c["strategy"] == strategy and c["feature"]})
-    if feat and feat not in features:
-        close = difflib.get_close_matches(feat, features, n=3, cutoff=0.4)
-        raise UserError(
-            f"{chosen} has no feature {feat!r} on {strategy}; it has {', '.join(features) or 'none'}"
-            + (f" (did you mean {', '.join(close)}?)" if close else ""),
-            where="compat explain",
-        )
-    modes = sorted(
-        {c["mode"] for c in combos if c["strategy"] == strategy and c["feature"] == feat}
-    )
-    if mode and mode not in modes:
-        close = difflib.get_close_matches(mode, modes, n=3, cutoff=0.4)
-        raise UserError(
-            f"{feat} has no mode {mode!r} on {strategy}; its modes are {', '.join(modes)}"
-            + (f" (did you mean {', '.join(close)}?)" if close else ""),
-            where="compat explain",
-        )
-    wanted_modes = [mode] if mode else modes  # a modal feature without a mode: every mode
     out = []
-    for m in wanted_modes:
+    for m in _explained_modes(db_path, chosen, strategy, feat, mode):
         sql = (
             "select v.*, c.argv as command_argv, k.label as cause_label, k.field as cause_field, "
             "k.line as cause_line, k.fix_kind, k.fix, k.fix_why from verdict v "
@@ -292,6 +260,43 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
             where="compat explain",
         )
     return "\n".join(out)
+
+
+def _explained_modes(db_path: Path, recipe: str, strategy: str, feat: str, mode: str) -> list[str]:
+    """The modes to explain: the one given, or every mode of a modal feature given without one;
+    a strategy, feature or mode the recipe lacks is an error naming what it has."""
+    combos = _rows(
+        db_path, "select distinct strategy, feature, mode from verdict where recipe = ?", (recipe,)
+    )
+    strategies = sorted({c["strategy"] for c in combos})
+    if strategy not in strategies:
+        raise UserError(
+            f"{recipe} offers no strategy {strategy!r}; it has {', '.join(strategies)}"
+            + _did_you_mean(strategy, strategies),
+            where="compat explain",
+        )
+    features = sorted({c["feature"] for c in combos if c["strategy"] == strategy and c["feature"]})
+    if feat and feat not in features:
+        raise UserError(
+            f"{recipe} has no feature {feat!r} on {strategy}; it has {', '.join(features) or 'none'}"
+            + _did_you_mean(feat, features),
+            where="compat explain",
+        )
+    modes = sorted(
+        {c["mode"] for c in combos if c["strategy"] == strategy and c["feature"] == feat}
+    )
+    if mode and mode not in modes:
+        raise UserError(
+            f"{feat} has no mode {mode!r} on {strategy}; its modes are {', '.join(modes)}"
+            + _did_you_mean(mode, modes),
+            where="compat explain",
+        )
+    return [mode] if mode else modes
+
+
+def _did_you_mean(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=3, cutoff=0.4)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
 def _pick_recipe(model: str, rows: list[dict[str, Any]]) -> str | None:
