@@ -239,26 +239,22 @@ def _conjunction(conds: list[ast.expr]) -> ast.expr:
 
 
 def _self_reads(node: ast.AST | None) -> set[str]:
-    if node is None:
-        return set()
-    return {
-        n.attr
-        for n in ast.walk(node)
-        if isinstance(n, ast.Attribute)
-        and isinstance(n.value, ast.Name)
-        and n.value.id == "self"
-        and isinstance(n.ctx, ast.Load)
-    }
+    return _self_attrs(node, ast.Load) if node is not None else set()
 
 
 def _self_assigns(node: ast.AST) -> set[str]:
+    return _self_attrs(node, ast.Store)
+
+
+def _self_attrs(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
+    """The `self.x` attributes `node` reads (ast.Load) or assigns (ast.Store)."""
     return {
         n.attr
         for n in ast.walk(node)
         if isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Name)
         and n.value.id == "self"
-        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.ctx, ctx)
     }
 
 
