@@ -19,7 +19,7 @@ from typing import Any
 from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
 from compat.verdict import gates
-from compat.verdict.arguments import check_arguments
+from compat.verdict.arguments import ArgFinding, check_arguments
 from compat.verdict.config_values import format_errors
 from compat.verdict.drafts import PP_MSG, TARGET_DRAFTED, DraftResolution, resolve_draft
 from compat.verdict.findings import Finding, Outcome, Stage, note
@@ -81,6 +81,18 @@ def _layout(args: ServeArgs) -> tuple[Any, ...]:
             for t in args.tokens
             if t.flag not in NODE_POSITION_FLAGS
         ),
+    )
+
+
+def _argument_finding(af: ArgFinding, status: Status, step: str) -> Finding:
+    """An argument replay's finding as the judge reports it (evidence without blanks)."""
+    return Finding(
+        status,
+        step,
+        af.message,
+        [e for e in af.evidence if e],
+        Stage.ARGUMENT,
+        key="arg:" + "|".join(af.key),
     )
 
 
@@ -182,16 +194,7 @@ class Judge:
             status = Status(af.status)
             if partial and af.key[:1] == ("unrecognized",):
                 status = Status.UNKNOWN  # the flag list of this release is incomplete
-            out.append(
-                Finding(
-                    status,
-                    af.step,
-                    af.message,
-                    [e for e in af.evidence if e],
-                    Stage.ARGUMENT,
-                    key="arg:" + "|".join(af.key),
-                )
-            )
+            out.append(_argument_finding(af, status, af.step))
         self._arg_cache[key] = out
         return out
 
@@ -220,14 +223,7 @@ class Judge:
                 else af.step
             )
             out.append(
-                Finding(
-                    Status.UNKNOWN if blocked else Status(af.status),
-                    step,
-                    af.message,
-                    [e for e in af.evidence if e],
-                    Stage.ARGUMENT,
-                    key="arg:" + "|".join(af.key),
-                )
+                _argument_finding(af, Status.UNKNOWN if blocked else Status(af.status), step)
             )
         self._arg_cache[key] = out
         return out
