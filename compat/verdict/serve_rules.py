@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import posixpath
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +116,7 @@ class ServeRules:
     def __init__(
         self,
         tree: VllmTree | None,
-        parsers: dict[str, set[str]],
+        parsers: Mapping[str, Collection[str]],  # parser names by kind, in registration order
         template_files: list[str] | None,
         version: str,
     ) -> None:

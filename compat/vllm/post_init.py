@@ -115,7 +115,7 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     return out
 
 
-def _enum_members(r: SymbolResolver, rel: str, cond: ast.expr) -> dict[str, list[Any]]:
+def _enum_members(r: SymbolResolver, rel: str, cond: ast.AST) -> dict[str, list[Any]]:
     """`Enum.MEMBER` references of a condition: "Enum.MEMBER" -> [member name, member value]."""
     out: dict[str, list[Any]] = {}
     for n in ast.walk(cond):
@@ -186,7 +186,7 @@ def _guards(st: ast.stmt) -> list[tuple[int, ast.expr, list[ast.stmt]]]:
         and len(st.body) == 1
         and isinstance(st.target, ast.Name)
     ):
-        out = []
+        out: list[tuple[int, ast.expr, list[ast.stmt]]] = []
         for rid, cond, pre in _guards(st.body[0]):
             if pre:
                 continue
