@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from compat.fix.context import Row as FixRow
     from compat.fix.edits import Edit
     from compat.fix.writer import ApplyResult
+    from compat.hf import ModelResolver
     from compat.lint import LintResult
     from compat.verdict.batch import CauseBook
 
@@ -130,13 +131,8 @@ def build(
     import time
 
     from compat import store
-    from compat.errors import UserError
-    from compat.hf import ModelResolver
     from compat.hf.lock import read_lock
-    from compat.hf.release_sources import newest_tree, transformers_checkpoints
     from compat.recipes import enumerate_repo, load_repo
-    from compat.scan import release_facts
-    from compat.sources import tree_from_index, tree_from_path
     from compat.tables import CauseRow, DraftMapping, ModelFact, RecipeFile, ShellVariable
     from compat.verdict.cause import renderer
     from compat.verdict.engine import Judge
@@ -154,49 +150,12 @@ def build(
     combos = enum.combinations
     say(f"recipes: {len(repo.recipes)} files, {len(combos)} combinations")
     explicit = bool(versions or srcs)
-    trees = {}
-    unavailable: dict[str, str] = {}
-    if explicit:
-        for v in versions:
-            trees[v] = tree_from_index(v, progress=progress)
-        for s in srcs:
-            t = tree_from_path(s)
-            trees[t.version] = t
-        pin_of = {}
-    else:
-        pins = {c.vllm_pin for c in combos if c.vllm_pin}
-        pin_of = _resolve_pins(pins, progress)
-        for pin in sorted(pins):
-            if pin not in pin_of:
-                unavailable[pin] = f"release {pin!r} is not on the package index"
-        for v in sorted(set(pin_of.values()), key=release_key):
-            try:
-                trees[v] = tree_from_index(v, progress=progress)
-            except UserError as exc:
-                unavailable[v] = exc.line()
-    facts_all = {}
-    for v in sorted(trees, key=release_key):
-        try:
-            facts, _cached = release_facts(trees[v], progress)
-        except UserError as exc:  # e.g. a release whose layout the analysis does not know
-            unavailable[v] = f"vLLM {v} layout not analysable: {exc.message}"
-            say(unavailable[v])
-            continue
-        facts_all[v] = facts
+    trees, pin_of, unavailable = _release_trees(combos, versions, srcs, progress)
+    facts_all = _scan_trees(trees, unavailable, progress)
     releases = sorted(facts_all, key=release_key)
     # A build from local trees only stays offline; otherwise the newest release informs model facts.
     online = bool(versions or not explicit)
-    extra = newest_tree(trees, say) if online else []
-    models = ModelResolver(
-        hf_config_dir=hf_config_dir,
-        allow_hub=allow_hub,
-        trees=list(trees.values()) + extra,
-        lock=lock,
-        checkpoints=transformers_checkpoints(say) if online else None,
-    )
-    models.prefetch(recipe_model_ids(combos))
-    coverage = models.coverage([c.model_id for c in combos if not c.omni])
-    say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
+    models, coverage = _resolve_models(combos, trees, online, hf_config_dir, allow_hub, lock, say)
     summary: dict[str, Any] = {
         "combinations": len(combos),
         "releases": releases,
@@ -234,6 +193,89 @@ def build(
     return summary
 
 
+def _resolve_models(
+    combos: list[Any],
+    trees: dict[str, Any],
+    online: bool,
+    hf_config_dir: Path | None,
+    allow_hub: bool,
+    lock: Any,
+    say: Progress,
+) -> tuple[ModelResolver, dict[str, Any]]:
+    """The model resolver (the releases' tests and docs, the newest release's too when online),
+    with every recipe model resolved up front; and how many ids it resolved."""
+    from compat.hf import ModelResolver
+    from compat.hf.release_sources import newest_tree, transformers_checkpoints
+
+    extra = newest_tree(trees, say) if online else []
+    models = ModelResolver(
+        hf_config_dir=hf_config_dir,
+        allow_hub=allow_hub,
+        trees=list(trees.values()) + extra,
+        lock=lock,
+        checkpoints=transformers_checkpoints(say) if online else None,
+    )
+    models.prefetch(recipe_model_ids(combos))
+    coverage = models.coverage([c.model_id for c in combos if not c.omni])
+    say(f"models: {coverage.get('resolved', '?')} of {coverage.get('total', '?')} ids resolved")
+    return models, coverage
+
+
+def _release_trees(
+    combos: list[Any], versions: list[str], srcs: list[str], progress: Progress | None
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """(trees, the release each pin resolves to, why each unavailable pin or release is so).
+
+    An explicit build opens the releases named (from the index) and the local trees; otherwise
+    the releases the recipes pin."""
+    from compat.errors import UserError
+    from compat.sources import tree_from_index, tree_from_path
+    from compat.vocab import release_key
+
+    trees = {}
+    unavailable: dict[str, str] = {}
+    if versions or srcs:
+        for v in versions:
+            trees[v] = tree_from_index(v, progress=progress)
+        for s in srcs:
+            t = tree_from_path(s)
+            trees[t.version] = t
+        return trees, {}, unavailable
+    pins = {c.vllm_pin for c in combos if c.vllm_pin}
+    pin_of = _resolve_pins(pins, progress)
+    for pin in sorted(pins):
+        if pin not in pin_of:
+            unavailable[pin] = f"release {pin!r} is not on the package index"
+    for v in sorted(set(pin_of.values()), key=release_key):
+        try:
+            trees[v] = tree_from_index(v, progress=progress)
+        except UserError as exc:
+            unavailable[v] = exc.line()
+    return trees, pin_of, unavailable
+
+
+def _scan_trees(
+    trees: dict[str, Any], unavailable: dict[str, str], progress: Progress | None
+) -> dict[str, dict[str, Any]]:
+    """Each tree's facts, oldest release first; a layout the analysis does not know is recorded
+    in `unavailable` (and said) instead."""
+    from compat.errors import UserError
+    from compat.scan import release_facts
+    from compat.vocab import release_key
+
+    say = progress or (lambda _m: None)
+    facts_all = {}
+    for v in sorted(trees, key=release_key):
+        try:
+            facts, _cached = release_facts(trees[v], progress)
+        except UserError as exc:  # e.g. a release whose layout the analysis does not know
+            unavailable[v] = f"vLLM {v} layout not analysable: {exc.message}"
+            say(unavailable[v])
+            continue
+        facts_all[v] = facts
+    return facts_all
+
+
 def _judge_all(
     db: Any,
     combos: list[Any],
@@ -251,7 +293,7 @@ def _judge_all(
 
     from compat.fix.context import Row as FixRow
     from compat.tables import Command, Verdict, VerdictCause
-    from compat.verdict.batch import CauseBook, Sweep, later_than, unavailable_row
+    from compat.verdict.batch import CauseBook, Sweep, later_than
 
     book = CauseBook()
     sweep = Sweep(pool, render, book)
@@ -281,24 +323,10 @@ def _judge_all(
         links.clear()
 
     for command_id, c in enumerate(combos, 1):
-        if explicit:
-            true_pin = resolve_pin(c.vllm_pin, releases)
-            targets = [(v, 1, int(v == true_pin)) for v in releases]
-        else:
-            pinned = pin_of.get(c.vllm_pin)
-            targets = [(pinned, 1, 1)] if pinned is not None and pinned in pool.judges else []
+        targets = _targets(c, releases, explicit, pin_of, pool.judges)
         if not targets:
-            why = (
-                unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin))
-                or unavailable.get(c.vllm_pin)
-                or "not resolvable"
-            )
-            rows.append(
-                dict(
-                    unavailable_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", why, command_id),
-                    id=written + len(rows) + 1,
-                )
-            )
+            row = _unavailable_row(c, pin_of, unavailable, command_id)
+            rows.append(dict(row, id=written + len(rows) + 1))
             continue
         for judged in sweep.judge(c, targets, command_id, later):
             row_id = written + len(rows) + 1
@@ -322,6 +350,32 @@ def _judge_all(
             flush()
     flush()
     return written, by_status, book, judged_rows
+
+
+def _unavailable_row(
+    c: Any, pin_of: dict[str, str], unavailable: dict[str, str], command_id: int
+) -> dict[str, Any]:
+    """The verdict row of a combination whose pinned release could not be judged, with why."""
+    from compat.verdict.batch import unavailable_row
+
+    why = (
+        unavailable.get(pin_of.get(c.vllm_pin, c.vllm_pin))
+        or unavailable.get(c.vllm_pin)
+        or "not resolvable"
+    )
+    return unavailable_row(c, pin_of.get(c.vllm_pin, c.vllm_pin) or "?", why, command_id)
+
+
+def _targets(
+    c: Any, releases: list[str], explicit: bool, pin_of: dict[str, str], judges: dict[str, Any]
+) -> list[tuple[str, int, int]]:
+    """(release, judged, pinned) per release a combination is judged at: every release of an
+    explicit build (pinned where its pin resolves to it), else the release its pin names."""
+    if explicit:
+        true_pin = resolve_pin(c.vllm_pin, releases)
+        return [(v, 1, int(v == true_pin)) for v in releases]
+    pinned = pin_of.get(c.vllm_pin)
+    return [(pinned, 1, 1)] if pinned is not None and pinned in judges else []
 
 
 def _plan_fixes(

@@ -77,6 +77,10 @@ AllowHubOpt = Annotated[
         help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).",
     ),
 ]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."),
+]
 FactsLockOpt = Annotated[
     Path | None,
     typer.Option(
@@ -336,12 +340,7 @@ def overrides(
             help="Write the fixes shown into this recipes checkout (as `compat fix --apply`).",
         ),
     ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
-        ),
-    ] = False,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """The fix stage's plans per recipe file as YAML, with `strategy_overrides` for information;
     --apply writes exactly the fixes shown, round-trip.
@@ -365,12 +364,7 @@ def fix(
         Path | None,
         typer.Option("--apply", metavar="DIR", help="Write the fixes into this recipes checkout."),
     ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
-        ),
-    ] = False,
+    dry_run: DryRunOpt = False,
     commit: Annotated[
         bool,
         typer.Option(

@@ -31,11 +31,12 @@ import argparse
 import bisect
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from compat.verdict.argv_rewrite import ReleaseRewrite, RewriteError
-from compat.verdict.config_values import Validator, format_errors
+from compat.verdict.config_values import ClassSchema, Validator, format_errors
 from compat.vllm.cli_kwargs import apply_chain, lambda_chain
 
 STAGES = ("parse", "validate", "api_server", "engine_args")
@@ -92,10 +93,16 @@ class _ParseError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse with errors raised instead of printed (prog and message kept)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    #: every option's default, taken once the serve parser is built (`_take_defaults`)
+    defaults_: dict[str, Any]
+    #: (always-reached actions, option strings sorted, their actions, the narrow parser), set by
+    #: the first `_narrowed` of this parser
+    narrow_index_: tuple[set[int], list[str], list[int], _Parser]
+
+    def error(self, message: str) -> NoReturn:
         raise _ParseError(self.prog, message)
 
-    def exit(self, status: int = 0, message: str | None = None):  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise _ParseError(self.prog, message or f"exit {status}")
 
 
@@ -133,6 +140,44 @@ def human_readable_int_or_auto(value: str) -> int:
     if value == "-1" or value.lower() == "auto":
         return -1
     return human_readable_int(value)
+
+
+def union_dict_and_str(val: str) -> Any:
+    """vLLM's `union_dict_and_str` (the `dict | str` fields): JSON when it looks like an object."""
+    if not re.match(r"(?s)^\s*{.*}\s*$", val):
+        return str(val)
+    if val in ("", "None"):
+        return None
+    try:
+        return json.loads(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"Value {val} cannot be converted to <function loads at 0x?>."
+        ) from None
+
+
+def check_port(val: str) -> int:
+    """vLLM's `--port` check."""
+    try:
+        port = int(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError("Port must be an integer") from None
+    if not (1024 <= port <= 65535):
+        raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
+    return port
+
+
+#: type names whose callable is a fixed function: name -> (function, the name vLLM's has)
+_PLAIN_TYPES: dict[str, tuple[Callable[[str], Any], str]] = {
+    "str": (str, "str"),
+    "int": (int, "int"),
+    "float": (float, "float"),
+    "human_readable_int": (human_readable_int, "human_readable_int"),
+    "human_readable_int_or_auto": (human_readable_int_or_auto, "human_readable_int_or_auto"),
+    "json": (json.loads, "loads"),
+    "json_or_str": (union_dict_and_str, "union_dict_and_str"),
+    "port": (check_port, "check_port"),
+}
 
 
 class PreprocessError(Exception):
@@ -223,8 +268,8 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
     for i, arg in enumerate(args):
         if arg.startswith("--"):
             if "=" in arg:
-                key, value = arg.split("=", 1)
-                processed.append(f"{_dash(key)}={value}")
+                flag, text = arg.split("=", 1)
+                processed.append(f"{_dash(flag)}={text}")
             else:
                 processed.append(_dash(arg))
         elif arg.startswith("-O") and arg != "-O":
@@ -268,8 +313,8 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
             _merge(dict_args.setdefault(key, {}), nested)
             delete.add(i)
     out = [a for i, a in enumerate(processed) if i not in delete]
-    for key, value in dict_args.items():
-        out += [key, json.dumps(value)]
+    for key, obj in dict_args.items():
+        out += [key, json.dumps(obj)]
     return out
 
 
@@ -347,7 +392,7 @@ class ServeParser:
     @property
     def defaults(self) -> dict[str, Any]:
         """Every option's default as argparse leaves it in the namespace (from the full parser)."""
-        return self.parser(frozenset()).defaults_  # type: ignore[attr-defined]
+        return self.parser(frozenset()).defaults_
 
     def build(self, relaxed: frozenset[str]) -> _Parser:
         """The `serve` subparser (prog `vllm serve`). The top-level `vllm` parser adds nothing for
@@ -368,7 +413,7 @@ class ServeParser:
                 serve.add_argument(*strings, **kwargs)
             except (argparse.ArgumentError, ValueError, TypeError):
                 continue  # a duplicate or inconsistent option: vLLM's parser build would fail too
-        serve.defaults_ = _take_defaults(serve)  # type: ignore[attr-defined]
+        serve.defaults_ = _take_defaults(serve)
         return serve
 
     @staticmethod
@@ -436,96 +481,67 @@ class ServeParser:
         return base
 
     def _base(self, row: dict[str, Any]) -> Any:
+        """The type callable vLLM gives the option, as a function of ours (shell values pass)."""
         name = row["type"]
-        flag = row["flag"]
-        choices = row["choices"]
-
-        def shell_ok(fn: Any, label: str) -> Any:
-            def convert(val: str) -> Any:
-                if isinstance(val, ShellValue):
-                    if choices is not None and not row["metavar_only"]:
-                        self.notes.findings.append(
-                            ArgFinding(
-                                "parse",
-                                "unknown",
-                                f"{flag} {val}: the value comes from the shell variable "
-                                f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
-                                "",
-                                [_at(row["choices_file"], row["choices_line"])],
-                                ("shell", flag, val.var),
-                            )
-                        )
-                    elif name in ("json", "json_or_str", "dataclass"):
-                        self.notes.findings.append(
-                            ArgFinding(
-                                "parse",
-                                "unknown",
-                                f"{flag} {val}: the JSON value comes from the shell variable "
-                                f"${val.var} and is not checked",
-                                "",
-                                [],
-                                ("shell", flag, val.var),
-                            )
-                        )
-                    return val
-                return fn(val)
-
-            return _named(convert, label)
-
         if name in ("", None):
-            return shell_ok(lambda v: v, "identity")
-        if name == "str":
-            return shell_ok(str, "str")
-        if name == "int":
-            return shell_ok(int, "int")
-        if name == "float":
-            return shell_ok(float, "float")
-        if name == "human_readable_int":
-            return shell_ok(human_readable_int, "human_readable_int")
-        if name == "human_readable_int_or_auto":
-            return shell_ok(human_readable_int_or_auto, "human_readable_int_or_auto")
-        if name == "json":
-            return shell_ok(json.loads, "loads")
-        if name == "json_or_str":
-
-            def union_dict_and_str(val: str) -> Any:
-                if not re.match(r"(?s)^\s*{.*}\s*$", val):
-                    return str(val)
-                if val in ("", "None"):
-                    return None
-                try:
-                    return json.loads(val)
-                except ValueError:
-                    raise argparse.ArgumentTypeError(
-                        f"Value {val} cannot be converted to <function loads at 0x?>."
-                    ) from None
-
-            return shell_ok(union_dict_and_str, "union_dict_and_str")
+            return self._shell_ok(row, lambda v: v, "identity")
+        if name in _PLAIN_TYPES:
+            fn, label = _PLAIN_TYPES[name]
+            return self._shell_ok(row, fn, label)
         if name == "dataclass":
-            return shell_ok(self._dataclass(row), "parse_dataclass")
+            return self._shell_ok(row, self._dataclass(row), "parse_dataclass")
         if name == "transform":
             chain = lambda_chain(row["callable_src"])
             if chain is not None:
-                return shell_ok(lambda v: apply_chain(chain, v), "<lambda>")
-        if name == "port":
-
-            def check_port(val: str) -> int:
-                try:
-                    port = int(val)
-                except ValueError:
-                    raise argparse.ArgumentTypeError("Port must be an integer") from None
-                if not (1024 <= port <= 65535):
-                    raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
-                return port
-
-            return shell_ok(check_port, "check_port")
+                return self._shell_ok(row, lambda v: apply_chain(chain, v), "<lambda>")
         if name == "callable":
-            fn = self._release_function(row["callable_src"], row)
-            if fn is not None:
-                return shell_ok(fn, row["callable_src"])
-            fn = self._config_classmethod(row["callable_src"], row)
-            if fn is not None:  # argparse names it by __name__: "invalid from_cli value"
-                return shell_ok(fn, row["callable_src"].rsplit(".", 1)[-1])
+            release_fn = self._release_function(row["callable_src"], row)
+            if release_fn is not None:
+                return self._shell_ok(row, release_fn, row["callable_src"])
+            method = self._config_classmethod(row["callable_src"], row)
+            if method is not None:  # argparse names it by __name__: "invalid from_cli value"
+                return self._shell_ok(row, method, row["callable_src"].rsplit(".", 1)[-1])
+        return self._unchecked(row)
+
+    def _shell_ok(self, row: dict[str, Any], fn: Any, label: str) -> Any:
+        """`fn` named `label`, letting a value from a shell variable through unconverted (noted
+        as unknown where the option has choices or takes JSON)."""
+        flag, name, choices = row["flag"], row["type"], row["choices"]
+
+        def convert(val: str) -> Any:
+            if isinstance(val, ShellValue):
+                if choices is not None and not row["metavar_only"]:
+                    self.notes.findings.append(
+                        ArgFinding(
+                            "parse",
+                            "unknown",
+                            f"{flag} {val}: the value comes from the shell variable "
+                            f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
+                            "",
+                            [_at(row["choices_file"], row["choices_line"])],
+                            ("shell", flag, val.var),
+                        )
+                    )
+                elif name in ("json", "json_or_str", "dataclass"):
+                    self.notes.findings.append(
+                        ArgFinding(
+                            "parse",
+                            "unknown",
+                            f"{flag} {val}: the JSON value comes from the shell variable "
+                            f"${val.var} and is not checked",
+                            "",
+                            [],
+                            ("shell", flag, val.var),
+                        )
+                    )
+                return val
+            return fn(val)
+
+        return _named(convert, label)
+
+    def _unchecked(self, row: dict[str, Any]) -> Any:
+        """A type callable we do not model: every value passes, noted as unknown."""
+        flag = row["flag"]
 
         def unchecked(val: str) -> str:
             self.notes.findings.append(
@@ -533,7 +549,7 @@ class ServeParser:
                     "parse",
                     "unknown",
                     f"{flag} {val!r}: vLLM {self.version} converts it with "
-                    f"`{row['callable_src'] or name}`, which is not modelled",
+                    f"`{row['callable_src'] or row['type']}`, which is not modelled",
                     "",
                     [_at(row["file"], row["line"])],
                     ("unchecked", flag),
@@ -554,9 +570,11 @@ class ServeParser:
         from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
         got = SymbolResolver(self.tree).resolve(ARG_UTILS, src)
-        if got is None or not isinstance(got[1], ast.FunctionDef):
+        if got is None:
             return None
         file, fn = got
+        if not isinstance(fn, ast.FunctionDef):
+            return None
         try:
             program = IsolatedProgram(self.tree, {src: (fn, file)}, {"argparse": argparse})
         except SandboxError:
@@ -602,7 +620,7 @@ class ServeParser:
         got = r.find_method(cls, method) if cls is not None else None
         if cls is None or got is None or not isinstance(got[1], ast.FunctionDef):
             return None
-        owner, fn = got
+        owner, fn = got[0], got[1]
         config = _ConfigClass(cls_name, self)
         host = {cls_name: config, "ast": types.SimpleNamespace(literal_eval=ast.literal_eval)}
         try:
@@ -912,7 +930,7 @@ def _take_defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
         if action.dest is argparse.SUPPRESS or action.default is argparse.SUPPRESS:
             continue
         default = action.default
-        if isinstance(default, str) and action.type is not None:
+        if isinstance(default, str) and callable(action.type):
             try:
                 default = action.type(default)
             except (argparse.ArgumentTypeError, TypeError, ValueError, _Raised):
@@ -1016,16 +1034,19 @@ def _error_evidence(out: Any, validator: Validator, cls: str) -> list[str]:
     """file:line of each rejected field (its definition), or of the class for an unknown key."""
     found = []
     for e in out.errors:
-        owner, schema = cls, validator.schemas.get(cls)
+        owner: str | None = cls
+        schema: ClassSchema | None = validator.schemas.get(cls)
         for part in e.loc[:-1]:  # walk nested config classes
             field = (schema.fields.get(part) if schema else None) or {}
             spec = field.get("type") or {}
             owner = spec.get("name") if spec.get("t") == "class" else owner
-            schema = validator.schemas.get(owner)
+            schema = validator.schemas.get(owner) if owner is not None else None
         if schema is None:
             continue
-        field = schema.fields.get(e.loc[-1]) if e.loc else None
-        at = f"{field['file']}:{field['line']}" if field else f"{schema.file}:{schema.line}"
+        rejected = schema.fields.get(e.loc[-1]) if e.loc else None
+        at = (
+            f"{rejected['file']}:{rejected['line']}" if rejected else f"{schema.file}:{schema.line}"
+        )
         if at not in found:
             found.append(at)
     return found

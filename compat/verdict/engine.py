@@ -19,7 +19,7 @@ from typing import Any
 from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
 from compat.verdict import gates
-from compat.verdict.arguments import check_arguments
+from compat.verdict.arguments import ArgFinding, check_arguments
 from compat.verdict.config_values import format_errors
 from compat.verdict.drafts import PP_MSG, TARGET_DRAFTED, DraftResolution, resolve_draft
 from compat.verdict.findings import Finding, Outcome, Stage, note
@@ -82,6 +82,18 @@ def _layout(args: ServeArgs) -> tuple[Any, ...]:
             for t in args.tokens
             if t.flag not in NODE_POSITION_FLAGS
         ),
+    )
+
+
+def _argument_finding(af: ArgFinding, status: Status, step: str) -> Finding:
+    """An argument replay's finding as the judge reports it (evidence without blanks)."""
+    return Finding(
+        status,
+        step,
+        af.message,
+        [e for e in af.evidence if e],
+        Stage.ARGUMENT,
+        key="arg:" + "|".join(af.key),
     )
 
 
@@ -194,19 +206,10 @@ class Judge:
         partial = any(n.startswith("cli: partial") for n in self.k.notes)
         out = []
         for af in check_arguments(self.k, list(argv), self.shell).findings:
-            status = af.status
+            status = Status(af.status)
             if partial and af.key[:1] == ("unrecognized",):
                 status = Status.UNKNOWN  # the flag list of this release is incomplete
-            out.append(
-                Finding(
-                    status,
-                    af.step,
-                    af.message,
-                    [e for e in af.evidence if e],
-                    Stage.ARGUMENT,
-                    key="arg:" + "|".join(af.key),
-                )
-            )
+            out.append(_argument_finding(af, status, af.step))
         self._arg_cache[key] = out
         return out
 
@@ -235,14 +238,7 @@ class Judge:
                 else af.step
             )
             out.append(
-                Finding(
-                    Status.UNKNOWN if blocked else af.status,
-                    step,
-                    af.message,
-                    [e for e in af.evidence if e],
-                    Stage.ARGUMENT,
-                    key="arg:" + "|".join(af.key),
-                )
+                _argument_finding(af, Status.UNKNOWN if blocked else Status(af.status), step)
             )
         self._arg_cache[key] = out
         return out
@@ -639,14 +635,14 @@ class Judge:
             results.append((cand, verdict.value, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
-            cand, verdict, _, found = results[0]
+            cand, shared, _, found = results[0]
             head = note(
                 f"model config of {c.model_id} unresolved; vLLM lists it under {names}; every "
-                f"candidate gives the same verdict ({verdict}), shown for {cand}",
+                f"candidate gives the same verdict ({shared}), shown for {cand}",
                 f"model_config:{c.model_id}",
             )
             return [head, *found]
-        split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
+        split = "; ".join(f"{cand}: {status}" for cand, status, _, _ in results)
         return [
             Finding(
                 Status.UNKNOWN,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import posixpath
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +118,7 @@ class ServeRules:
     def __init__(
         self,
         tree: VllmTree | None,
-        parsers: dict[str, set[str]],
+        parsers: Mapping[str, Collection[str]],  # parser names by kind, in registration order
         template_files: list[str] | None,
         version: str,
     ) -> None:
@@ -220,7 +221,9 @@ class ServeRules:
     def _never_called(self, name: str) -> bool:
         """The release's `vllm serve` command is found and never names `name` (0.5-0.7:
         vllm/scripts.py main() before validate_parsed_serve_args existed)."""
-        homes = [m for m in (self.tree.parse(SERVE_CLI), self.tree.parse(SCRIPTS)) if m is not None]
+        tree = self.tree
+        assert tree is not None  # ServeRules reads no source without one
+        homes = [m for m in (tree.parse(SERVE_CLI), tree.parse(SCRIPTS)) if m is not None]
         return bool(homes) and not any(
             isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.alias) and n.name == name
             for m in homes
@@ -231,13 +234,14 @@ class ServeRules:
         """Before 0.9 the API server checks the parser names inline, at the top of `run_server`,
         before it binds its socket: those statements, up to the first that calls
         `create_server_socket` (or `socket.socket`, 0.6.2), as a function of `args` (logging
-        calls left out, they decide nothing; none left is a run_server that checks nothing). `run_server` is found from the `vllm serve` command (serve.py, or
-        vllm/scripts.py before vllm/entrypoints/cli existed)."""
+        calls left out, they decide nothing; none left is a run_server that checks nothing).
+        `run_server` is found from the `vllm serve` command (serve.py, or vllm/scripts.py before
+        vllm/entrypoints/cli existed)."""
         for rel in (SERVE_CLI, SCRIPTS):
             got = self.r.resolve(rel, "run_server")
             if got is None or not isinstance(got[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            file, fn = got
+            file, fn = got[0], got[1]
             body: list[ast.stmt] = []
             for st in fn.body:
                 if any(
@@ -255,20 +259,10 @@ class ServeRules:
                 body.append(st)
             else:
                 return None  # no socket bound: not the shape this reads
-            checks = ast.FunctionDef(
-                name=RUN_SERVER_CHECKS,
-                args=ast.arguments(
-                    posonlyargs=[],
-                    args=[ast.arg("args")],
-                    kwonlyargs=[],
-                    kw_defaults=[],
-                    defaults=[],
-                ),
-                body=body or [ast.Pass()],
-                decorator_list=[],
-                returns=None,
-                type_params=[],
-            )
+            template = ast.parse(f"def {RUN_SERVER_CHECKS}(args):\n    pass").body[0]
+            assert isinstance(template, ast.FunctionDef)
+            checks = template  # built by the parser, so every field this Python wants is there
+            checks.body = body or [ast.Pass()]
             ast.copy_location(checks, fn)
             return file, ast.fix_missing_locations(checks)
         return None
@@ -300,7 +294,7 @@ class ServeRules:
         if isinstance(node, ast.FunctionDef):
             helpers = {name: (node, got[0])}
             self._helpers(helpers)
-            sub = IsolatedProgram(self.tree, helpers, self.host, self._import)
+            sub = IsolatedProgram(self.r.tree, helpers, self.host, self._import)
             return lambda *a: sub.call(name, *a)
         if isinstance(node, ast.Assign):
             return self._path_constant(node.value, got[0])
@@ -429,7 +423,7 @@ def _is_logging(st: ast.stmt) -> bool:
 
 def _free(fn: ast.FunctionDef) -> set[str]:
     assigned = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
-    loaded = set()
+    loaded: set[str] = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Name):
             (assigned if isinstance(node.ctx, ast.Store) else loaded).add(node.id)

@@ -33,7 +33,13 @@ TYPE_NAMES = {
     "union_dict_and_str": "json_or_str",
     "parse_dataclass": "dataclass",
 }
-DELETED = object()  # `del kwargs["field"]["key"]`
+
+
+class _Deleted(ast.expr):
+    """Stands where `del kwargs["field"]["key"]` removed a keyword; compared by identity."""
+
+
+DELETED: ast.expr = _Deleted()
 
 
 @dataclass
@@ -173,7 +179,7 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
     """(type name, parse-wrapped, optional-wrapped, source) of a `type=` expression."""
     src = ast.unparse(node)
     if isinstance(node, ast.Call):
-        fn = _dotted(node.func) or ""
+        fn = dotted(node.func) or ""
         short = fn.split(".")[-1]
         if short in ("optional_type", "parse_type") and node.args:
             inner, _p, opt, _s = type_of(node.args[0])
@@ -181,7 +187,7 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
         return "callable", False, False, src
     if isinstance(node, ast.Lambda):
         return "transform", False, False, src
-    name = _dotted(node) or ""
+    name = dotted(node) or ""
     if name in TYPE_NAMES or name.split(".")[-1] in TYPE_NAMES and name.split(".")[-1] != "loads":
         return TYPE_NAMES.get(name) or TYPE_NAMES[name.split(".")[-1]], False, False, src
     if name.split(".")[-1] == "check_port":
@@ -341,7 +347,7 @@ def kwargs_profile(compute_kwargs: ast.FunctionDef | None) -> KwargsProfile:
             if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript):
                 t = st.targets[0]
                 if isinstance(t.slice, ast.Constant) and t.slice.value == "type":
-                    tname = TYPE_NAMES.get(_dotted(st.value) or "", None)
+                    tname = TYPE_NAMES.get(dotted(st.value) or "", None)
                     if tname:
                         for n in names:
                             prof.name_types.setdefault(n, tname)
@@ -360,7 +366,11 @@ def _name_test(test: ast.expr, sets: dict[str, list[str]] | None = None) -> list
         and len(test.ops) == 1
     ):
         right = test.comparators[0]
-        if isinstance(test.ops[0], ast.Eq) and isinstance(right, ast.Constant):
+        if (
+            isinstance(test.ops[0], ast.Eq)
+            and isinstance(right, ast.Constant)
+            and isinstance(right.value, str)
+        ):
             return [right.value]
         if isinstance(test.ops[0], ast.In) and isinstance(right, ast.Name):
             return list((sets or {}).get(right.id, []))
@@ -390,14 +400,17 @@ def str_chain(expr: ast.expr, arg: str) -> list[tuple[str, tuple[str, ...]]] | N
     node = expr
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         name = node.func.attr
+        args = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
         if (
             name not in _STR_METHODS
             or node.keywords
             or len(node.args) != _STR_METHODS[name]
-            or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+            or len(args) != len(node.args)
         ):
             return None
-        steps.append((name, tuple(a.value for a in node.args)))  # type: ignore[misc]
+        steps.append((name, tuple(args)))
         node = node.func.value
     if not (isinstance(node, ast.Name) and node.id == arg):
         return None
@@ -421,10 +434,11 @@ def apply_chain(chain: list[tuple[str, tuple[str, ...]]], value: str) -> str:
     return value
 
 
-def _dotted(node: ast.AST | None) -> str | None:
+def dotted(node: ast.AST | None) -> str | None:
+    """`a.b.c` of a Name or an Attribute chain over a Name, else None."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
+        inner = dotted(node.value)
         return f"{inner}.{node.attr}" if inner else None
     return None

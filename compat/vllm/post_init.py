@@ -81,7 +81,7 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
                 else ""
             )
             exception = ast.unparse(node.exc.func) if isinstance(node.exc, ast.Call) else ""
-            check = {
+            check: dict[str, Any] = {
                 "kind": "post_init",
                 "mode": "after",
                 "func": "__post_init__",
@@ -116,7 +116,7 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     return out
 
 
-def _enum_members(r: SymbolResolver, rel: str, cond: ast.expr) -> dict[str, list[Any]]:
+def _enum_members(r: SymbolResolver, rel: str, cond: ast.AST) -> dict[str, list[Any]]:
     """`Enum.MEMBER` references of a condition: "Enum.MEMBER" -> [member name, member value]."""
     out: dict[str, list[Any]] = {}
     for n in ast.walk(cond):
@@ -188,7 +188,7 @@ def _guards(st: ast.stmt) -> list[tuple[int, ast.expr, list[ast.stmt], list[tupl
         and len(st.body) == 1
         and isinstance(st.target, ast.Name)
     ):
-        out = []
+        out: list[tuple[int, ast.expr, list[ast.stmt], list[tuple[ast.expr, int]]]] = []
         for rid, cond, pre, _path in _guards(st.body[0]):
             if pre:
                 continue
@@ -241,26 +241,22 @@ def _conjunction(conds: list[ast.expr]) -> ast.expr:
 
 
 def _self_reads(node: ast.AST | None) -> set[str]:
-    if node is None:
-        return set()
-    return {
-        n.attr
-        for n in ast.walk(node)
-        if isinstance(n, ast.Attribute)
-        and isinstance(n.value, ast.Name)
-        and n.value.id == "self"
-        and isinstance(n.ctx, ast.Load)
-    }
+    return _self_attrs(node, ast.Load) if node is not None else set()
 
 
 def _self_assigns(node: ast.AST) -> set[str]:
+    return _self_attrs(node, ast.Store)
+
+
+def _self_attrs(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
+    """The `self.x` attributes `node` reads (ast.Load) or assigns (ast.Store)."""
     return {
         n.attr
         for n in ast.walk(node)
         if isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Name)
         and n.value.id == "self"
-        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.ctx, ctx)
     }
 
 
