@@ -385,6 +385,28 @@ def test_verdicts_json_holds_every_row(out, built):
                      "fix_why": "", "works_from": "0.30.0"}
 
 
+def test_verdicts_json_keeps_rows_that_differ_only_in_source(tmp_path):
+    """The recipes site's api and ui can emit different commands for one combination: two rows
+    with the same outcome, both in verdicts.json (format @2 merged them)."""
+    db = fixture_db.build(tmp_path / "in.db")
+    con = sqlite3.connect(db)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(verdict)") if r[1] not in ("id", "source")]
+    con.execute(f"INSERT INTO verdict ({', '.join(cols)}, source) SELECT {', '.join(cols)}, 'api' "
+                "FROM verdict WHERE recipe LIKE '%GLM-5.2%' AND mode = 'mtp' "
+                "AND strategy = 'multi_node_tp_pp' AND vllm_version = '0.23.0' AND variant = 'default'")
+    added = con.execute("SELECT changes()").fetchone()[0]
+    con.commit()
+    con.close()
+    build_site(db, tmp_path / "out")
+    doc = json.loads(read(tmp_path / "out/verdicts.json"))
+    jsonschema.validate(doc, json.loads(read(schema_dir() / "site_verdicts.schema.json")))
+    got = rows_of_document(doc)
+    assert added and sum(g["source"] == "api" for g in got) == added
+    assert len(got) == len({(g["recipe"], g["vllm_version"], g["variant"], g["strategy"],
+                             g["feature"], g["mode"], g["platform"], g["hardware"], g["source"])
+                            for g in got})
+
+
 def test_database_is_shipped_gzipped_and_whole(out, built, tmp_path):
     copy = tmp_path / "compat.db"
     copy.write_bytes(gzip.decompress((out / "compat.db.gz").read_bytes()))

@@ -94,6 +94,7 @@ _ROW_KEYS = (
     "command_id",
     "cause_kind",
     "cause",
+    "source",
 )
 TEXT_COLUMNS = {
     "platform",
@@ -111,6 +112,7 @@ TEXT_COLUMNS = {
     "profiles",
     "cause",
     "cause_kind",
+    "source",
 }  # NULL reads as ''
 
 _STRATEGY_SHAPES = ("tp", "tep", "dep", "tp_dp", "tp_pp")
