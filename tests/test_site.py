@@ -62,6 +62,7 @@ fixture_db = load("site_fixture_db", FIXTURE)
 pages = load("site_pages", PAGES)
 index_entries, index_row, recipe_cells = pages.index_entries, pages.index_row, pages.recipe_cells
 the_cell, notes_of_cell, text_of = pages.the_cell, pages.notes_of_cell, pages.text_of
+said_once = pages.said_once
 
 
 @pytest.fixture(scope="module")
@@ -160,10 +161,10 @@ def test_index_lists_counts_and_entries(out, built):
     # the base command and modeless features are listed too
     assert "cell-zai-org-glm-5.2-single_node_tp-base" in entries
     assert "cell-zai-org-glm-5.2-single_node_tp-tool_calling" in entries
-    # every id site.js gives an entry is the permalink id of a cell on the recipe page
-    glm_page = read(out / GLM_PAGE)
+    # every id site.js gives an entry is the permalink id site.js gives a cell on the recipe page
+    pinned = pages.pinned_cell_ids(read(out / GLM_PAGE))
     for cid in (c for c in entries if c.startswith("cell-zai-org-glm-5.2-")):
-        assert glm_page.count(f'id="{cid}"') == 1, cid
+        assert cid in pinned, cid
     # a recipe pinned to another release shows that release
     assert "vLLM 0.33.0 · pinned" in index_row(html, "Qwen3-Next-80B-A3B-Instruct")
     assert "vLLM 0.23.0 · pinned" in index_row(html, "GLM-5.2")
@@ -229,6 +230,8 @@ def test_index_release_selector_and_release_pages(out):
     assert re.findall(r'<a href="([^"]+)" data-view="([^"]+)"', nav) == [
         ("index.html", "pinned"), ("index-0.23.0.html", "0.23.0"), ("index-0.33.0.html", "0.33.0")]
     assert 'aria-current="true">each recipe&#39;s pin' in nav
+    # each recipe judged at both releases: a release view is no narrowing of this one
+    assert "data-narrows" not in nav and 'data-release="' not in html
     later = read(out / "index-0.33.0.html")
     assert 'data-view="0.33.0"' in later and "at vLLM 0.33.0</h1>" in later
     assert index_entries(later)[GLM_CELL]["status"] == "ok"  # works at 0.33.0
@@ -238,17 +241,37 @@ def test_index_release_selector_and_release_pages(out):
     assert "Qwen3-Next-80B-A3B-Instruct" in later
 
 
+def test_a_release_view_that_narrows_the_pinned_index_has_no_page(tmp_path):
+    """Judged each at its pin, a recipe is on index.html at the release its index-<release>.html
+    would show it at: the release selector narrows index.html (issue 18), no page repeats it."""
+    db = fixture_db.pinned_like(tmp_path / "in.db")
+    out = tmp_path / "out"
+    report = build_site(db, out)
+    assert sorted(p.name for p in out.glob("index*.html")) == ["index.html"]
+    assert report.pages == 1 + len(fixture_db.RECIPES)
+    html = read(out / "index.html")
+    nav = re.search(r'<nav class="releases".*?</nav>', html, re.S).group(0)
+    assert re.findall(r'<a href="([^"]+)" data-view="([^"]+)"( data-narrows)?', nav) == [
+        ("index.html", "pinned", ""), ("index.html#release=0.23.0", "0.23.0", " data-narrows"),
+        ("index.html#release=0.33.0", "0.33.0", " data-narrows")]
+    assert 'data-release="0.23.0"' in index_row(html, "GLM-5.2")
+    assert 'data-release="0.33.0"' in index_row(html, "Qwen3-Next-80B-A3B-Instruct")
+
+
 def test_recipe_page_shows_reason_message_evidence_and_works_from(out):
     html = read(out / GLM_PAGE)
     assert f'href="{MODEL_PY}"' in html
     assert f'href="{SPEC_PY}"' in html
+    cell = the_cell(html, "0.23.0", "default", "multi_node_tp_pp", "spec_decoding-mtp")
+    [n] = notes_of_cell(html, cell)
     assert "Pipeline parallelism is not supported for this model. Supported models implement the " \
-           "`SupportsPP` interface." in html
-    assert "works from 0.30.0" in html
+           "`SupportsPP` interface." in n
+    assert "works from 0.30.0" in n
     for step in fixture_db.PP_CHAIN:
-        assert f"<li>{step.replace(chr(39), '&#39;').replace(chr(34), '&#34;')}</li>" in html
-    # the permalink target exists once, on the pinned release; every copy is a cell site.js names
-    assert html.count(f'id="{GLM_CELL}"') == 1
+        assert f"<li>{step.replace(chr(39), '&#39;').replace(chr(34), '&#34;')}</li>" in n
+    # site.js gives the permalink id to the cell at the pinned release; every copy is a cell it
+    # names
+    assert GLM_CELL in pages.pinned_cell_ids(html)
     copies = [c for c in recipe_cells(html) if (c["strategy"], c["fm"]) == ("multi_node_tp_pp",
                                                                            "spec_decoding-mtp")]
     assert len(copies) == 3 + 3  # 3 variants x 2 releases
@@ -263,8 +286,7 @@ def test_recipe_cell_names_cause_fix_and_first_working_release(out):
     html = read(out / GLM_PAGE)
     cell = the_cell(html, "0.23.0", "default", "multi_node_tp_pp", "spec_decoding-mtp")
     assert cell["class"] == "p s-blocked"
-    assert '<span class="cz"><b>spec_decoding:mtp</b> fix: pin_bump · works from 0.30.0</span>' \
-        in cell["body"]
+    assert cell["hints"] == ["spec_decoding:mtp fix: pin_bump · works from 0.30.0"]
     [n] = notes_of_cell(html, cell)
     link = f'<a href="{RECIPES_BLOB}/models/zai-org/GLM-5.2.yaml#L60">'
     assert link + "models/zai-org/GLM-5.2.yaml:60</a>" in n
@@ -276,12 +298,85 @@ def test_recipe_cell_names_cause_fix_and_first_working_release(out):
     assert "the pinned release" in n and "spec_decoding:dspark" in n
     assert n.count('<span class="lbl">No automatic fix</span>') == 2
     assert "pin_bump: multi_node_tp_pp with spec_decoding:dspark starts at no release" in n
-    assert '<b>the pinned release</b> no automatic fix</span>' in dspark["body"]  # no works_from
+    assert dspark["hints"] == ["the pinned release no automatic fix"]  # no works_from
     # a blocked cell without a fix says so
     llama = read(out / "recipes/meta-llama/Llama-3.3-70B-Instruct.html")
     cell = the_cell(llama, "0.23.0", "default", "multi_node_dep", "base")
-    assert '<b>multi_node_dep</b> no automatic fix</span>' in cell["body"]
+    assert cell["hints"] == ["multi_node_dep no automatic fix"]
     assert "the strategy is the recipe&#39;s own choice" in notes_of_cell(llama, cell)[0]
+
+
+def test_a_section_writes_a_hint_once_and_site_js_shows_it_at_every_cell(out):
+    """Cells citing the same note share its hint: the first carries it (span.cz data-n), the
+    others only cite the note, and pages.recipe_cells gives them the hint as site.js does."""
+    html = read(out / GLM_PAGE)
+    section = [c for c in recipe_cells(html) if "0.23.0" in c["releases"]]
+    cells = [c for c in section if c["class"] == "p s-blocked"]
+    written = [c for c in cells if '<span class="cz"' in c["body"]]
+    assert cells and all(c["hints"] for c in cells)
+    assert len(written) < len(cells)
+    for n in {n for c in cells for n in re.findall(r'href="#note-(\d+)"', c["body"])}:
+        first = next(c for c in section if f'href="#note-{n}"' in c["body"])
+        assert re.search(rf'<span class="cz" data-n="[^"]*\b{n}\b', first["body"]), n
+
+
+def test_what_notes_share_is_said_once(out):
+    """A finding, error, command or cause is written once per page, under Said once; notes cite
+    it by id, and the release a text names is a variable site.js fills in."""
+    html = read(out / GLM_PAGE)
+    said = said_once(html)
+    assert html.count("Pipeline parallelism is not supported for this model.") == 1
+    assert len(set(said.values())) == len(said)
+    cell = the_cell(html, "0.23.0", "default", "multi_node_tp_pp", "spec_decoding-mtp")
+    raw = re.search(r'<li class="note [^"]*" id="note-(\d+)".*?</li>\n',
+                    html[html.index('<section class="notes-all"'):], re.S)
+    assert raw and '<a href="#t' in raw.group(0)
+    # PP_REASON names the release it was judged at: a variable, filled with the release shown
+    assert any('vLLM <var class="rel">release</var> copies' in t for t in said.values())
+    [n] = notes_of_cell(html, cell)
+    assert "vLLM 0.23.0 copies the target&#39;s pipeline-parallel size" in n
+
+
+def test_releases_that_read_the_same_share_a_section(out):
+    """Kimi-K2.5 reads the same at both releases: one table, both releases in the selector."""
+    html = read(out / "recipes/moonshotai/Kimi-K2.5.html")
+    assert html.count('<section class="rel"') == 1
+    assert 'data-releases="0.23.0 0.33.0"' in html and ">vLLM 0.23.0, 0.33.0" in html
+    nav = re.search(r'<nav class="releases".*?</nav>', html, re.S).group(0)
+    assert re.findall(r'href="#release=([^"]+)"', nav) == ["0.23.0", "0.33.0"]
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("flag --nnodes does not exist in vLLM 0.11.0", "flag --nnodes does not exist in vLLM \x00"),
+    ("vLLM 0.11.0's argv rewrite", "vLLM \x00's argv rewrite"),
+    ("ends in vLLM 0.11.0.", "ends in vLLM \x00."),
+    ("not vLLM 0.11.01 nor vLLM 0.11.0.1", "not vLLM 0.11.01 nor vLLM 0.11.0.1"),
+    ("a release list (0.33.0, 0.11.0, 0.4.2)", "a release list (0.33.0, 0.11.0, 0.4.2)"),
+])
+def test_a_text_names_its_release_as_a_variable(text, said):
+    assert site_mod.unversioned(text, "0.11.0") == said
+    assert site_mod.RELEASE_MARK == "\x00"
+
+
+def test_release_runs():
+    order = ["0.10.0", "0.11.0", "0.11.1", "0.12.0", "0.14.1", "0.17.0"]
+    assert site_mod.release_runs(["0.11.0", "0.11.1", "0.12.0", "0.17.0"], order) == \
+        "0.11.0–0.12.0, 0.17.0"
+    assert site_mod.release_runs(["0.17.0", "0.10.0", "0.11.0"], order) == \
+        "0.10.0, 0.11.0, 0.17.0"
+
+
+def test_pd_pools_saying_the_same_are_said_together():
+    cited = site_mod.Cited
+    both = [cited("note", "prefill: ", "t1"), cited("blocked", "prefill: ", "t2"),
+            cited("note", "decode: ", "t1"), cited("blocked", "decode: ", "t2")]
+    assert site_mod.pools_together(both) == [cited("note", "prefill, decode: ", "t1"),
+                                             cited("blocked", "prefill, decode: ", "t2")]
+    differ = both[:3]
+    assert site_mod.pools_together(differ) == differ
+    follower = [*both, cited("blocked", "prefill worker 1: ", "t3")]
+    assert site_mod.pools_together(follower) == follower
+    assert site_mod.pools_together([cited("", "", "t1")]) == [cited("", "", "t1")]
 
 
 def test_recipe_page_shows_platform_differences(out):
@@ -289,7 +384,8 @@ def test_recipe_page_shows_platform_differences(out):
     cell = the_cell(html, "0.23.0", "default", "single_node_tp", "spec_decoding-mtp")
     assert cell["class"] == "mixed s-warning"
     assert "rocm: mi355x" in cell["text"] and "cuda" in cell["text"]
-    assert "MTP on ROCm falls back to the Triton attention backend" in html
+    assert any("MTP on ROCm falls back to the Triton attention backend" in n
+               for n in notes_of_cell(html, cell))
 
 
 def test_hardware_profiles_a_row_stands_for_are_named(out):
@@ -299,10 +395,14 @@ def test_hardware_profiles_a_row_stands_for_are_named(out):
 
 
 def test_evidence_without_line_links_the_file(out):
+    """A note said at several releases links its evidence at the first (site.js points the links
+    at the release shown: test_site_browser)."""
     html = read(out / "recipes/meta-llama/Llama-3.3-70B-Instruct.html")
     blob = "https://github.com/vllm-project/vllm/blob"
-    assert f'href="{blob}/v0.23.0/vllm/config/parallel.py"' in html
-    assert f'href="{blob}/v0.33.0/vllm/model_executor/models/llama.py#L512"' in html
+    [n] = notes_of_cell(html, the_cell(html, "0.33.0", "default", "multi_node_dep", "base"))
+    assert '<p class="at">vLLM 0.23.0, 0.33.0 · variant default (cuda)</p>' in n
+    assert f'href="{blob}/v0.23.0/vllm/config/parallel.py"' in n
+    assert f'href="{blob}/v0.23.0/vllm/model_executor/models/llama.py#L512"' in n
 
 
 def test_no_remote_scripts_or_styles_and_local_links_resolve(out):
@@ -732,9 +832,15 @@ def test_a_release_judged_only_for_blocked_combinations_says_so(tmp_path):
     build_site(db, tmp_path / "out")
     html = read(tmp_path / "out" / GLM_PAGE)
     later = html[html.index('id="release=0.33.0"'):]
-    assert "Only the combinations blocked at the pinned release were judged again at vLLM 0.33.0" \
-        in later
-    assert "Only the combinations" not in html[:html.index('id="release=0.33.0"')]
+    assert '<span class="tag partial">judged where the pin is blocked</span>' in later
+    assert "judged where the pin is blocked" not in html[html.index('id="release=0.23.0"'):
+                                                         html.index('id="release=0.33.0"')]
+    said = ("was judged again only for the combinations blocked at the pinned release (0.23.0), "
+            "to find where they start: each cell shown was blocked there")
+    assert said in re.search(r'<p class="lede">.*?</p>', html, re.S).group(0)
+    # the section says what its cells were at the pin: a cell does not repeat it
+    cell = the_cell(html, "0.33.0", "default", "multi_node_tp_pp", "spec_decoding-mtp")
+    assert cell["class"] == "p s-ok" and "was" not in cell["text"]
     assert "GLM-5.2" not in read(tmp_path / "out/index-0.33.0.html")  # not judged there
 
 
@@ -748,10 +854,11 @@ def test_long_note_lists_are_capped(tmp_path):
     con.close()
     build_site(db, tmp_path / "out")
     html = read(tmp_path / "out" / GLM_PAGE)
-    text = html[html.index("Pipeline parallelism is not supported"):]
-    text = text.split('<li class="note', 1)[0]
-    assert text.count("<pre>vllm serve ") == site_mod.SHOWN_COMMANDS
-    assert re.search(r"\d+ more: every command is in compat.db.gz", text)
+    cell = the_cell(html, "0.23.0", "default", "multi_node_tp_pp", "spec_decoding-mtp")
+    [n] = notes_of_cell(html, cell)
+    assert n.count("<pre>vllm serve ") == 1  # the first; every command is in compat.db.gz
+    assert re.search(r"<summary>Command \(1 of \d+\)</summary>", n)
+    assert "every command is in compat.db.gz" in html
 
 
 def test_commands_come_from_the_command_table(tmp_path):
@@ -789,8 +896,8 @@ def test_rows_without_a_strategy_get_their_own_column(tmp_path):
     assert '<th scope="col" data-strategy="none" data-slug="none">no strategy</th>' in index
     assert "cell-zai-org-glm-4.5-air-none-base" in index_entries(index)
     page = read(tmp_path / "out/recipes/zai-org/GLM-4.5-Air.html")
-    assert '<th scope="col" data-st="none">no strategy</th>' in page
-    assert 'id="cell-zai-org-glm-4.5-air-none-base"' in page
+    assert '<th data-st="none">no strategy</th>' in page
+    assert "cell-zai-org-glm-4.5-air-none-base" in pages.pinned_cell_ids(page)
 
 
 def test_targets_are_grouped_by_platform():
