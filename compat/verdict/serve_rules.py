@@ -90,10 +90,20 @@ class VirtualPath:
     def name(self) -> str:
         return posixpath.basename(self._p)
 
+    def _known(self) -> None:
+        """A relative path resolves in vLLM's image, whose working directory is the release root
+        (what the golden runs reproduce); an absolute path is a file of the machine running vLLM."""
+        if posixpath.isabs(self._p):
+            raise _Unknown(
+                f"whether {self._p} exists (a file of the machine that runs vLLM, not of the release)"
+            )
+
     def exists(self) -> bool:
+        self._known()
         return self._p in self.files or any(f.startswith(self._p + "/") for f in self.files)
 
     def is_file(self) -> bool:
+        self._known()
         return self._p in self.files
 
 
