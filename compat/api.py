@@ -40,6 +40,20 @@ class CheckFormat(StrEnum):
     JSON = "json"
 
 
+class ExplainFormat(StrEnum):
+    """`--format` of explain: the causal chain, or a bug report for a vLLM-side cause."""
+
+    TEXT = "text"
+    ISSUE = "issue"
+
+
+class FixFormat(StrEnum):
+    """`--format` of fix: the fixes as lines, or as the PR body of `--commit`."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+
+
 class SqlFormat(StrEnum):
     """`--format` of sql."""
 
@@ -313,7 +327,7 @@ def _judge_all(
 ) -> tuple[int, Counter[tuple[str, str]]]:
     """Every recipe's block, reused or judged (on every core), then written in recipe order;
     returns (verdict rows written, count per (release, status) at the judged releases)."""
-    from compat.blocks import DraftRows, Offsets, write_block
+    from compat.blocks import DraftRows, Offsets, write_block, write_gates
     from compat.recipes import enumerate_recipe
     from compat.tables import CauseRow, Command, DraftMapping, Verdict, VerdictCause
     from compat.workers import judge_all
@@ -336,11 +350,15 @@ def _judge_all(
     for record in (Verdict, VerdictCause, Command, CauseRow):
         db.replace(record, [])
     at, drafts, by_status = Offsets(), DraftRows(j.releases), Counter[tuple[str, str]]()
+    gates: list[dict[str, Any]] = []  # ungate proposals, after every recipe's causes
     for path in paths:
         block = blocks.pop(path)
         write_block(db, block, at)
         drafts.add(block)
         by_status.update(block.judged_statuses())
+        gates += block.gates
+    if n_gates := write_gates(db, gates, at):
+        say(f"gates: {n_gates} whose hidden commands start (ungate proposals)")
     db.append(DraftMapping, drafts.rows())
     say(f"recipes: {len(todo)} judged, {len(paths) - len(todo)} reused (inputs unchanged)")
     return at.verdicts, by_status
@@ -564,31 +582,53 @@ def sql(db_path: Path, statement: str) -> tuple[list[str], list[tuple[Any, ...]]
 
 
 def check(db_path: Path) -> dict[str, Any]:
-    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes."""
-    from compat import report
+    """`compat check`: blocked, ungated combinations grouped by (recipe, cause), with fixes; the
+    gates to review (ungate proposals) and the vLLM-side causes (`upstream`)."""
+    from compat import report, upstream
 
-    return report.findings(db_path)
+    return report.findings(db_path) | {"upstream": upstream.upstream_causes(db_path)}
 
 
 def render_check(
-    findings: dict[str, Any], format: CheckFormat = CheckFormat.TEXT, verbose: bool = False
+    findings: dict[str, Any],
+    format: CheckFormat = CheckFormat.TEXT,
+    verbose: bool = False,
+    upstream: bool = False,
+    prefix: str = "",
 ) -> str:
-    """What `compat check` prints: a line per cause, workflow annotations, or everything."""
+    """What `compat check` prints: a line per cause, workflow annotations, or everything; with
+    `upstream`, a line per vLLM-side cause instead. `prefix`: the recipes root as the
+    repository sees it, for annotation paths."""
     import json
 
     from compat import report
+    from compat import upstream as up
 
     if format == CheckFormat.JSON:
         return json.dumps(findings, indent=1) + "\n"
+    if upstream:
+        lines = [up.upstream_line(e) for e in findings["upstream"]]
+        lines.append(f"{len(findings['upstream'])} vLLM-side cause(s)")
+        return "\n".join(lines) + "\n"
     if format == CheckFormat.GITHUB:
-        return report.render_github(findings)
+        return report.render_github(findings, prefix)
     return report.render_text(findings, verbose)
 
 
-def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
-    """`compat explain`: the causal chain behind a verdict, as text."""
-    from compat import report
+def explain(
+    db_path: Path,
+    model: str,
+    strategy: str,
+    feature: str,
+    vllm: str | None,
+    format: ExplainFormat = ExplainFormat.TEXT,
+) -> str:
+    """`compat explain`: the causal chain behind a verdict, or (`issue`) the bug report of its
+    vLLM-side cause."""
+    from compat import report, upstream
 
+    if format == ExplainFormat.ISSUE:
+        return upstream.issue(db_path, model, strategy, feature, vllm)
     return report.explain(db_path, model, strategy, feature, vllm)
 
 
@@ -612,19 +652,47 @@ def _fix_kinds(only: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 def fixes(
     db_path: Path, only: list[str] | tuple[str, ...] = ()
 ) -> dict[str, list[tuple[str, str, list[Edit]]]]:
-    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds."""
+    """`compat fix`: recipe -> [(fix kind, summary, edits)] the build planned, of `only` kinds
+    (default: every kind, the ungate proposals included; `--apply` leaves those out)."""
+    from compat.fix import KINDS
     from compat.fix.writer import planned_fixes
 
-    return planned_fixes(db_path, _fix_kinds(only))
+    return planned_fixes(db_path, _fix_kinds(only) or KINDS)
 
 
 def apply_fixes(
-    db_path: Path, root: Path, dry_run: bool = False, only: list[str] | tuple[str, ...] = ()
+    db_path: Path,
+    root: Path,
+    dry_run: bool = False,
+    only: list[str] | tuple[str, ...] = (),
+    commit: bool = False,
+    branch: str = "",
+    describe: bool = False,
 ) -> ApplyResult:
-    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`."""
+    """`compat fix --apply` (and `overrides --apply`): write the planned fixes into `root`; with
+    `commit`, as one commit on a new branch; with `describe` (or `commit`), the commit message
+    and PR body come with the result (compat.fix.commit)."""
+    from compat.fix.commit import DEFAULT_BRANCH, apply_and_commit
     from compat.fix.writer import apply_fixes as write
 
-    return write(db_path, root, dry_run=dry_run, only=_fix_kinds(only))
+    kinds = _fix_kinds(only)
+    if commit or describe:
+        return apply_and_commit(
+            db_path,
+            root,
+            only=kinds,
+            dry_run=dry_run,
+            commit_it=commit,
+            branch=branch or DEFAULT_BRANCH,
+        )
+    return write(db_path, root, dry_run=dry_run, only=kinds)
+
+
+def render_applied(result: ApplyResult, format: FixFormat = FixFormat.TEXT) -> str:
+    """What `compat fix --apply` prints on stdout: the diffs, or the PR body (`markdown`)."""
+    if format == FixFormat.MARKDOWN:
+        return result.markdown or "No fixes to write.\n"
+    return "".join(result.diffs[path] for path in sorted(result.diffs))
 
 
 def site(db_path: Path, out_dir: Path, recipes_url: str) -> SiteReport:

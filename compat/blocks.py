@@ -9,8 +9,14 @@ ids a full build gives it, and the tables are the same row for row.
 
 Draft mappings (the `draft_mapping` table) are the one thing judges share that is written:
 a judge notes a mapping the first time any recipe meets it. A block keeps the mappings its
-recipe met, in order, per phase (judging, then fix planning); `DraftRows` replays them in
-the order a build meets them, so which recipe was reused does not change the rows.
+recipe met, in order, per phase (judging, fix planning, then gate reviews); `DraftRows`
+replays them in the order a build meets them, so which recipe was reused does not change the
+rows.
+
+Ungate proposals (`cause` rows of kind `gate`, linked to no verdict) come after every
+recipe's causes, as they did when a build planned every recipe's fixes before reviewing any
+gate: a block keeps its own, numbered from 1, and the build writes them once every block's
+causes are written (`write_gates`).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ _ID, _COMMAND, _CAUSE, _VERSION, _STATUS, _JUDGED = map(
 
 #: Draft mappings met, per phase: [release, mapping key, mapping] in the order first met.
 Drafts = dict[str, list[list[Any]]]
-PHASES = ("judge", "fix")
+PHASES = ("judge", "fix", "gate")
 
 
 @dataclass
@@ -58,6 +64,7 @@ class Block:
     verdicts: list[list[Any]] = field(default_factory=list)  # values in VERDICT_COLUMNS order
     links: list[list[int]] = field(default_factory=list)  # [verdict id, cause id]
     causes: list[dict[str, Any]] = field(default_factory=list)
+    gates: list[dict[str, Any]] = field(default_factory=list)  # ungate proposals, ids from 1
     models: dict[str, str] = field(default_factory=dict)  # model id -> hash of its facts, read
     drafts: Drafts = field(default_factory=lambda: {p: [] for p in PHASES})
 
@@ -71,6 +78,7 @@ class Block:
             "verdicts": rows,
             "links": self.links,
             "causes": self.causes,
+            "gates": self.gates,
             "models": self.models,
             "drafts": self.drafts,
         }
@@ -87,6 +95,7 @@ class Block:
             [list(map(at, r)) for r in doc["verdicts"]],
             doc["links"],
             doc["causes"],
+            doc["gates"],
             doc["models"],
             doc["drafts"],
         )
@@ -232,7 +241,7 @@ def judge_recipe(j: Judging, path: str, combos: list[Combination]) -> Block:
     block = Block(path)
     fix_rows = _verdicts(j, combos, Sweep(j.pool, renderer(j.repo), book), block)
     j.recorder.phase = "fix"
-    _fixes(j, path, fix_rows, book)
+    _fixes(j, path, fix_rows, book, block)
     block.causes = book.rows
     models, block.drafts = j.recorder.take()
     block.models = {m: j.model_hash(m) for m in models}
@@ -277,22 +286,24 @@ def _targets(j: Judging, c: Combination) -> list[tuple[str, int, int]]:
     return [(pinned, 1, 1)] if pinned is not None and j.pool.knows(pinned) else []
 
 
-def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook) -> None:
+def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook, block: Block) -> None:
     """The fix stage on one recipe: a planned (and re-judged) fix, or why there is none, per
-    cause; and where in the recipe file each cause lives."""
+    cause; its ungate proposals (pinned builds); each cause's finding keys; and where in the
+    recipe file each cause and proposal lives."""
     from compat.fix.context import Context
     from compat.fix.edits import dumps
-    from compat.fix.locate import cause_path, key_lines, line_of
     from compat.fix.plan import build_cases, plan_all
 
-    if not book.rows:
-        return
-    cases = build_cases(j.repo, {path: rows} if rows else {}, book.rows, pinned=not j.explicit)
-    planned = plan_all(cases, Context(j.repo, j.pool, j.resolve_pin))
-    lines = key_lines((j.repo.root / path).read_text(encoding="utf-8"))
+    ctx = Context(j.repo, j.pool, j.resolve_pin)
+    planned = {}
+    if book.rows:
+        cases = build_cases(j.repo, {path: rows} if rows else {}, book.rows, pinned=not j.explicit)
+        planned = plan_all(cases, ctx)
+    if not j.explicit and rows:  # gates are reviewed at the pin, which only a pinned build judges
+        j.recorder.phase = "gate"
+        block.gates = _gate_reviews(j, path, rows, ctx)
+    _fill_keys(book.rows, rows)
     for row in book.rows:
-        where = cause_path(row)
-        row.update(field=".".join(where), line=line_of(lines, where))
         p = planned.get(row["id"])
         if p is not None:
             row.update(
@@ -302,6 +313,66 @@ def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook) -> None:
                 fix_edits=dumps(p.edits),
                 works_from=p.works_from,
             )
+    _locate(j, path, book.rows + block.gates)
+
+
+def _gate_reviews(j: Judging, path: str, rows: list[FixRow], ctx: Any) -> list[dict[str, Any]]:
+    """`cause` rows of kind `gate`, one per ungate proposal (compat.fix.ungate): a gate whose
+    hidden commands start at the pin. Linked to no verdict, so `check` counts no row for them;
+    numbered from 1 (`write_gates` puts them after every recipe's causes)."""
+    from compat.fix.edits import dumps
+    from compat.fix.ungate import review_recipe
+
+    if path not in j.repo.recipes:
+        return []
+    out: list[dict[str, Any]] = []
+    for r in review_recipe(j.repo.recipes[path], ctx, rows[0].release):
+        p = r.proposal
+        out.append(
+            {
+                "id": len(out) + 1,
+                "recipe": path,
+                "kind": "gate",
+                "element": f"features.{r.gate.feature}",
+                "mode": r.gate.mode,
+                "carrier": "",
+                "label": f"gate {r.gate.where}",
+                "finding": f"hides {r.hidden} command(s) that start at vLLM {r.release}",
+                "field": "",
+                "line": 0,
+                "works_from": p.works_from,
+                "fix_kind": p.kind,
+                "fix": p.summary,
+                "fix_why": p.note,
+                "fix_edits": dumps(list(p.edits)),
+                "finding_keys": "[]",
+            }
+        )
+    return out
+
+
+def _fill_keys(causes: list[dict[str, Any]], rows: list[FixRow]) -> None:
+    """Each cause's finding keys (engine.finding_key), so readers can tell vLLM-side causes
+    (compat.upstream) without judging again."""
+    keys: dict[int, dict[str, None]] = {}
+    for r in rows:
+        for cid, ks in r.cause_keys.items():
+            keys.setdefault(cid, {}).update(dict.fromkeys(ks))
+    for row in causes:
+        if "finding_keys" not in row or row["finding_keys"] == "[]":
+            row["finding_keys"] = json.dumps(list(keys.get(row["id"], {})))
+
+
+def _locate(j: Judging, path: str, causes: list[dict[str, Any]]) -> None:
+    """Where in the recipe file each cause (or ungate proposal) lives: its field and line."""
+    from compat.fix.locate import cause_path, key_lines, line_of
+
+    if not causes:
+        return
+    lines = key_lines((j.repo.root / path).read_text(encoding="utf-8"))
+    for row in causes:
+        where = cause_path(row)
+        row.update(field=".".join(where), line=line_of(lines, where))
 
 
 @dataclass
@@ -341,22 +412,35 @@ def write_block(db: Store, block: Block, at: Offsets) -> None:
     at.causes += len(block.causes)
 
 
+def write_gates(db: Store, gates: list[dict[str, Any]], at: Offsets) -> int:
+    """Append the blocks' ungate proposals (in block order, each block's numbered from 1)
+    after every block's causes, renumbered from there; returns how many."""
+    from compat.tables import CauseRow
+
+    db.append(CauseRow, [dict(g, id=at.causes + i) for i, g in enumerate(gates, 1)])
+    at.causes += len(gates)
+    return len(gates)
+
+
 class DraftRows:
     """The `draft_mapping` rows of a build, from its blocks' draft mappings.
 
-    A build judges every recipe, then plans every recipe's fixes; a judge notes a mapping
-    the first time it meets it. Replaying the blocks' mappings in that order (the judging
-    ones as blocks come, the fix planning ones after the last block) gives the same rows in
-    the same order, whichever blocks were reused.
+    A build judges every recipe, then plans every recipe's fixes, then reviews every
+    recipe's gates; a judge notes a mapping the first time it meets it. Replaying the blocks'
+    mappings in that order (the judging ones as blocks come, the fix planning ones after the
+    last block, the gate reviews' after those) gives the same rows in the same order,
+    whichever blocks were reused.
     """
 
     def __init__(self, releases: list[str]) -> None:
         self._met: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {v: {} for v in releases}
         self._later: list[list[Any]] = []
+        self._last: list[list[Any]] = []
 
     def add(self, block: Block) -> None:
         self._meet(block.drafts.get("judge", []))
         self._later += block.drafts.get("fix", [])
+        self._last += block.drafts.get("gate", [])
 
     def _meet(self, drafts: list[list[Any]]) -> None:
         for version, key, m in drafts:
@@ -365,5 +449,6 @@ class DraftRows:
 
     def rows(self) -> list[dict[str, Any]]:
         self._meet(self._later)
-        self._later = []
+        self._meet(self._last)
+        self._later, self._last = [], []
         return [dict(m, vllm_version=v) for v, met in self._met.items() for m in met.values()]

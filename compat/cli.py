@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compat import api
-from compat.api import CheckFormat, SqlFormat, TextFormat
+from compat.api import CheckFormat, ExplainFormat, FixFormat, SqlFormat, TextFormat
 from compat.errors import UserError
 from compat.vocab import release_key
 
@@ -77,6 +77,10 @@ AllowHubOpt = Annotated[
         help="Fetch config.json through huggingface_hub (HF_TOKEN or your login, HF_ENDPOINT, HF_HUB_OFFLINE, the HF cache).",
     ),
 ]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."),
+]
 FactsLockOpt = Annotated[
     Path | None,
     typer.Option(
@@ -118,6 +122,8 @@ def _format_option(kind: type[StrEnum]) -> Any:
 
 TextFormatOpt = Annotated[TextFormat, _format_option(TextFormat)]
 CheckFormatOpt = Annotated[CheckFormat, _format_option(CheckFormat)]
+ExplainFormatOpt = Annotated[ExplainFormat, _format_option(ExplainFormat)]
+FixFormatOpt = Annotated[FixFormat, _format_option(FixFormat)]
 SqlFormatOpt = Annotated[SqlFormat, _format_option(SqlFormat)]
 
 models_app = typer.Typer(
@@ -269,16 +275,26 @@ def check(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", metavar="", help="List the rows under each cause.")
     ] = False,
+    upstream: Annotated[
+        bool,
+        typer.Option(
+            "--upstream",
+            metavar="",
+            help="List the vLLM-side causes instead, one line each, with the command that "
+            "writes each bug report.",
+        ),
+    ] = False,
 ) -> None:
     """Exit 1 when a combination the site can synthesize is blocked and not gated.
 
-    One line per (recipe, cause, fix); --format github writes workflow annotations at the
-    recipe line of each cause; --format json keeps everything.
+    One line per (recipe, cause, fix), then a warning line per gate whose hidden commands
+    start (an ungate proposal; never exit 1 by itself); --format github writes workflow
+    annotations at the recipe line of each; --format json keeps everything.
 
     Example: compat check --db compat.db --format github
     """
     findings = api.check(db)
-    sys.stdout.write(api.render_check(findings, format, verbose))
+    sys.stdout.write(api.render_check(findings, format, verbose, upstream))
     if findings["blocked"]:
         raise typer.Exit(1)
 
@@ -297,12 +313,14 @@ def explain(
         typer.Option("--vllm", metavar="VERSION", help="Release (default: the pinned one)."),
     ] = None,
     db: DbOpt = Path("compat.db"),
+    format: ExplainFormatOpt = ExplainFormat.TEXT,
 ) -> None:
-    """The causal chain behind a verdict, as a maintainer would write it in a bug report.
+    """The causal chain behind a verdict, as a maintainer would write it in a bug report;
+    --format issue writes the bug report for vLLM of a vLLM-side cause.
 
     Example: compat explain zai-org/GLM-5.2 multi_node_tp_pp spec_decoding:mtp --vllm 0.23.0
     """
-    sys.stdout.write(api.explain(db, model, strategy, feature, vllm))
+    sys.stdout.write(api.explain(db, model, strategy, feature, vllm, format))
 
 
 @app.command()
@@ -322,12 +340,7 @@ def overrides(
             help="Write the fixes shown into this recipes checkout (as `compat fix --apply`).",
         ),
     ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
-        ),
-    ] = False,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """The fix stage's plans per recipe file as YAML, with `strategy_overrides` for information;
     --apply writes exactly the fixes shown, round-trip.
@@ -351,27 +364,45 @@ def fix(
         Path | None,
         typer.Option("--apply", metavar="DIR", help="Write the fixes into this recipes checkout."),
     ] = None,
-    dry_run: Annotated[
+    dry_run: DryRunOpt = False,
+    commit: Annotated[
         bool,
         typer.Option(
-            "--dry-run", metavar="", help="With --apply: print unified diffs, write nothing."
+            "--commit",
+            metavar="",
+            help="With --apply: make a branch and one commit in the checkout (plain git), the "
+            "message listing each fix with its cause, evidence and what the site stops emitting.",
         ),
     ] = False,
+    branch: Annotated[
+        str,
+        typer.Option(
+            "--branch", metavar="NAME", help="With --commit: the new branch (vllm-compat/fixes)."
+        ),
+    ] = "",
+    format: FixFormatOpt = FixFormat.TEXT,
     only: Annotated[
         list[str] | None,
         typer.Option(
             "--only",
             metavar="KIND",
-            help="Only these fix kinds (gate, mode_variants, pin_bump, spelling; repeatable).",
+            help="Only these fix kinds (gate, mode_variants, pin_bump, spelling, strategy, "
+            "ungate; repeatable). --apply writes ungate proposals only when named here.",
         ),
     ] = None,
 ) -> None:
-    """The fix planned for each cause (re-judged at build time); --apply writes them round-trip.
+    """The fix planned for each cause (re-judged at build time); --apply writes them round-trip;
+    --commit makes them one commit on a new branch; --format markdown prints the PR body.
 
-    Example: compat fix --db compat.db --apply ../recipes --dry-run
+    Example: compat fix --db compat.db --apply ../recipes --commit --format markdown
     """
+    if apply is None and (commit or format == FixFormat.MARKDOWN or branch):
+        flag = "--commit" if commit else "--branch" if branch else "--format markdown"
+        raise UserError("needs --apply DIR (the recipes checkout)", where=flag)
     if apply is not None:
-        _print_applied(api.apply_fixes(db, apply, dry_run, only or ()))
+        markdown = format == FixFormat.MARKDOWN
+        res = api.apply_fixes(db, apply, dry_run, only or (), commit, branch, describe=markdown)
+        _print_applied(res, format)
         return
     for recipe, fixes in api.fixes(db, only or ()).items():
         for kind, summary, edits in fixes:
@@ -380,11 +411,11 @@ def fix(
                 out.print(f"    {e.where} = {e.value!r}", markup=False)
 
 
-def _print_applied(res: ApplyResult) -> None:
-    for path in sorted(res.diffs):
-        sys.stdout.write(res.diffs[path])
+def _print_applied(res: ApplyResult, format: FixFormat = FixFormat.TEXT) -> None:
+    sys.stdout.write(api.render_applied(res, format))
     err.print(
-        f"{'would change' if res.dry_run else 'changed'} {len(res.changed_files)} recipe files",
+        f"{'would change' if res.dry_run else 'changed'} {len(res.changed_files)} recipe files"
+        + (f"; committed {res.sha[:12]} on branch {res.branch}" if res.sha else ""),
         markup=False,
     )
 

@@ -12,21 +12,7 @@ from typing import Any
 
 from compat.errors import UserError
 from compat.store import Store, open_store
-
-CAP_FLAGS = (
-    "supports_pp",
-    "supports_lora",
-    "supports_multimodal",
-    "supports_encoder_tp_data",
-    "is_hybrid",
-    "has_inner_state",
-    "is_attention_free",
-    "supports_transcription",
-    "is_pooling_model",
-    "is_text_generation_model",
-    "supports_eagle3",
-    "is_moe",
-)
+from compat.vllm.capabilities import FLAGS as CAP_FLAGS
 
 
 def _rows(db: Store, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -47,65 +33,13 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
             return _rows(conn, sql, (a,)), _rows(conn, sql, (b,))
 
         out: dict[str, Any] = {"from": a, "to": b}
-        ca, cb = both("select * from arch_capability where vllm_version = ?")
-        ia = {(r["platform"], r["arch"]): r for r in ca}
-        ib = {(r["platform"], r["arch"]): r for r in cb}
-        changed = []
-        for key in sorted(ia.keys() & ib.keys()):
-            ra, rb = ia[key], ib[key]
-            flips = {f: [ra[f], rb[f]] for f in CAP_FLAGS if ra[f] != rb[f]}
-            moved = ra["class_path"] != rb["class_path"]
-            if flips or moved:
-                changed.append(
-                    {
-                        "platform": key[0],
-                        "arch": key[1],
-                        "flags": flips,
-                        "class": [ra["class_path"], rb["class_path"]] if moved else None,
-                        "evidence": f"{rb['file']}:{rb['line']}",
-                    }
-                )
-        out["capabilities"] = {
-            "added": sorted({k[1] for k in ib.keys() - ia.keys()}),
-            "removed": sorted({k[1] for k in ia.keys() - ib.keys()}),
-            "changed": changed,
-        }
-        da, db_ = both("select * from draft_mapping where vllm_version = ?")
-        ka = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in da}
-        kb = {
-            (r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in db_
-        }
-        drafts = []
-        for platform, model_type, target_arch, method in sorted(ka.keys() | kb.keys()):
-            key4 = (platform, model_type, target_arch, method)
-            before, after = ka.get(key4), kb.get(key4)
-            fields = ("draft_arch", "draft_class", "draft_supports_pp", "draft_inherits_pp")
-            if before is None or after is None or any(before[f] != after[f] for f in fields):
-                drafts.append(
-                    {
-                        "platform": platform,
-                        "target": model_type if model_type not in ("", "unknown") else target_arch,
-                        "method": method,
-                        "from": {f: before[f] for f in fields} if before else None,
-                        "to": {f: after[f] for f in fields} if after else None,
-                    }
-                )
-        out["drafts"] = drafts
-        pa, pb = both("select * from draft_parallel where vllm_version = ?")
-        ma = {r["method"]: r for r in pa}
-        mb = {r["method"]: r for r in pb}
-        out["draft_parallel"] = [
-            {
-                "method": m,
-                "from": {"pp": ma[m]["pp_source"], "ep": ma[m]["ep_source"]} if m in ma else None,
-                "to": {"pp": mb[m]["pp_source"], "ep": mb[m]["ep_source"]} if m in mb else None,
-                "evidence": f"{mb[m]['file']}:{mb[m]['line']}" if m in mb else "",
-            }
-            for m in sorted(ma.keys() | mb.keys())
-            if m not in ma
-            or m not in mb
-            or (ma[m]["pp_source"], ma[m]["ep_source"]) != (mb[m]["pp_source"], mb[m]["ep_source"])
-        ]
+        out["capabilities"] = _capability_changes(
+            *both("select * from arch_capability where vllm_version = ?")
+        )
+        out["drafts"] = _draft_changes(*both("select * from draft_mapping where vllm_version = ?"))
+        out["draft_parallel"] = _draft_parallel_changes(
+            *both("select * from draft_parallel where vllm_version = ?")
+        )
         sa, sb = both("select method from spec_method where vllm_version = ?")
         out["spec_methods"] = _setdiff({r["method"] for r in sa}, {r["method"] for r in sb})
         ga, gb = both("select rule_id, status from gate_status where vllm_version = ?")
@@ -125,19 +59,92 @@ def diff(db_path: Path, a: str, b: str) -> dict[str, Any]:
                 f"select name from parser_name where vllm_version = ? and kind = '{kind}'"
             )
             out[f"{kind}_parsers"] = _setdiff({r["name"] for r in xa}, {r["name"] for r in xb})
-        ra_, rb_ = both("select template, file, line from raise_message where vllm_version = ?")
-        ta = {r["template"] for r in ra_}
-        new = {}
-        for r in rb_:
-            if r["template"] not in ta and r["template"] not in new:
-                new[r["template"]] = f"{r['file']}:{r['line']}"
-        tb = {r["template"] for r in rb_}
-        out["messages"] = {
-            "new": [{"message": t, "at": w} for t, w in sorted(new.items())],
-            "gone": sorted(ta - tb),
-        }
+        out["messages"] = _message_changes(
+            *both("select template, file, line from raise_message where vllm_version = ?")
+        )
         out["verdicts"] = _verdict_changes(conn, a, b)
     return out
+
+
+def _capability_changes(ca: list[dict], cb: list[dict]) -> dict[str, Any]:
+    """Archs added and removed, and per (platform, arch) the flags that flipped or the class
+    that moved."""
+    ia = {(r["platform"], r["arch"]): r for r in ca}
+    ib = {(r["platform"], r["arch"]): r for r in cb}
+    changed = []
+    for key in sorted(ia.keys() & ib.keys()):
+        ra, rb = ia[key], ib[key]
+        flips = {f: [ra[f], rb[f]] for f in CAP_FLAGS if ra[f] != rb[f]}
+        moved = ra["class_path"] != rb["class_path"]
+        if flips or moved:
+            changed.append(
+                {
+                    "platform": key[0],
+                    "arch": key[1],
+                    "flags": flips,
+                    "class": [ra["class_path"], rb["class_path"]] if moved else None,
+                    "evidence": f"{rb['file']}:{rb['line']}",
+                }
+            )
+    return {
+        "added": sorted({k[1] for k in ib.keys() - ia.keys()}),
+        "removed": sorted({k[1] for k in ia.keys() - ib.keys()}),
+        "changed": changed,
+    }
+
+
+def _draft_changes(da: list[dict], db_: list[dict]) -> list[dict[str, Any]]:
+    """Draft mappings that appeared, went, or changed their draft or its PP support."""
+    ka = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in da}
+    kb = {(r["platform"], r["target_model_type"], r["target_arch"], r["method"]): r for r in db_}
+    drafts = []
+    for platform, model_type, target_arch, method in sorted(ka.keys() | kb.keys()):
+        key4 = (platform, model_type, target_arch, method)
+        before, after = ka.get(key4), kb.get(key4)
+        fields = ("draft_arch", "draft_class", "draft_supports_pp", "draft_inherits_pp")
+        if before is None or after is None or any(before[f] != after[f] for f in fields):
+            drafts.append(
+                {
+                    "platform": platform,
+                    "target": model_type if model_type not in ("", "unknown") else target_arch,
+                    "method": method,
+                    "from": {f: before[f] for f in fields} if before else None,
+                    "to": {f: after[f] for f in fields} if after else None,
+                }
+            )
+    return drafts
+
+
+def _draft_parallel_changes(pa: list[dict], pb: list[dict]) -> list[dict[str, Any]]:
+    """Methods whose draft PP or EP size comes from elsewhere now (or that appeared or went)."""
+    ma = {r["method"]: r for r in pa}
+    mb = {r["method"]: r for r in pb}
+    return [
+        {
+            "method": m,
+            "from": {"pp": ma[m]["pp_source"], "ep": ma[m]["ep_source"]} if m in ma else None,
+            "to": {"pp": mb[m]["pp_source"], "ep": mb[m]["ep_source"]} if m in mb else None,
+            "evidence": f"{mb[m]['file']}:{mb[m]['line']}" if m in mb else "",
+        }
+        for m in sorted(ma.keys() | mb.keys())
+        if m not in ma
+        or m not in mb
+        or (ma[m]["pp_source"], ma[m]["ep_source"]) != (mb[m]["pp_source"], mb[m]["ep_source"])
+    ]
+
+
+def _message_changes(ra: list[dict], rb: list[dict]) -> dict[str, Any]:
+    """Raise templates new in B (with where B first writes each) and gone from it."""
+    ta = {r["template"] for r in ra}
+    new = {}
+    for r in rb:
+        if r["template"] not in ta and r["template"] not in new:
+            new[r["template"]] = f"{r['file']}:{r['line']}"
+    tb = {r["template"] for r in rb}
+    return {
+        "new": [{"message": t, "at": w} for t, w in sorted(new.items())],
+        "gone": sorted(ta - tb),
+    }
 
 
 def _setdiff(a: set[str], b: set[str]) -> dict[str, list[str]]:
@@ -200,7 +207,38 @@ def _pc(x: dict[str, str] | None) -> str:
 def render_text(d: dict[str, Any], limit: int = 12) -> str:
     a, b = d["from"], d["to"]
     lines = [f"vLLM {a} -> {b}"]
-    v = d["verdicts"]
+    _verdict_lines(lines, d["verdicts"], limit)
+    caps = d["capabilities"]
+    lines.append(
+        f"\nCapabilities: {len(caps['added'])} archs added, {len(caps['removed'])} removed, "
+        f"{len(caps['changed'])} changed"
+    )
+
+    def cap_line(c: dict[str, Any]) -> str:
+        parts = [f"{f} {x}->{y}" for f, (x, y) in c["flags"].items()]
+        if c["class"]:
+            parts.append(f"class {c['class'][0]} -> {c['class'][1]}")
+        return f"{c['platform']} {c['arch']}: {', '.join(parts)}"
+
+    _listed(lines, caps["changed"], limit, cap_line, pad="  ")
+    _speculative_lines(lines, d, limit)
+    lines.append(f"\nGates: {len(d['gates'])} changed")
+    for g in d["gates"]:
+        lines.append(f"  {g['rule']}: {g['from'] or 'absent'} -> {g['to'] or 'absent'}")
+    lines.append(
+        f"\nFlags {_fmt(d['flags'])}; tool parsers {_fmt(d['tool_parsers'])}; "
+        f"reasoning parsers {_fmt(d['reasoning_parsers'])}"
+    )
+    m = d["messages"]
+    lines.append(
+        f"\nError messages (parallel/speculative keywords): {len(m['new'])} new, {len(m['gone'])} gone"
+    )
+    _listed(lines, m["new"], limit, lambda x: f"+ {x['message'][:110]} ({x['at']})", pad="  ")
+    return "\n".join(lines) + "\n"
+
+
+def _verdict_lines(lines: list[str], v: dict[str, Any], limit: int) -> None:
+    """Regressions and fixes listed by recipe, the other transitions counted."""
     lines.append(f"\nVerdicts: {v['changed']} of {v['compared']} comparable rows changed status")
     if not v["compared"]:
         lines.append("  (build with --vllm for both releases to compare verdicts)")
@@ -235,19 +273,10 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
         lines.append(
             "  other transitions: " + ", ".join(f"{k} {n}" for k, n in sorted(other.items()))
         )
-    caps = d["capabilities"]
-    lines.append(
-        f"\nCapabilities: {len(caps['added'])} archs added, {len(caps['removed'])} removed, "
-        f"{len(caps['changed'])} changed"
-    )
 
-    def cap_line(c: dict[str, Any]) -> str:
-        parts = [f"{f} {x}->{y}" for f, (x, y) in c["flags"].items()]
-        if c["class"]:
-            parts.append(f"class {c['class'][0]} -> {c['class'][1]}")
-        return f"{c['platform']} {c['arch']}: {', '.join(parts)}"
 
-    _listed(lines, caps["changed"], limit, cap_line, pad="  ")
+def _speculative_lines(lines: list[str], d: dict[str, Any], limit: int) -> None:
+    """Methods, draft parallel configs, and the cuda draft mappings that changed."""
     lines.append(f"\nSpeculative decoding: methods {_fmt(d['spec_methods'])}")
     for p in d["draft_parallel"]:
         lines.append(
@@ -265,19 +294,6 @@ def render_text(d: dict[str, Any], limit: int = 12) -> str:
             f"{_draft(x['from'])} -> {_draft(x['to'])}"
         ),
     )
-    lines.append(f"\nGates: {len(d['gates'])} changed")
-    for g in d["gates"]:
-        lines.append(f"  {g['rule']}: {g['from'] or 'absent'} -> {g['to'] or 'absent'}")
-    lines.append(
-        f"\nFlags {_fmt(d['flags'])}; tool parsers {_fmt(d['tool_parsers'])}; "
-        f"reasoning parsers {_fmt(d['reasoning_parsers'])}"
-    )
-    m = d["messages"]
-    lines.append(
-        f"\nError messages (parallel/speculative keywords): {len(m['new'])} new, {len(m['gone'])} gone"
-    )
-    _listed(lines, m["new"], limit, lambda x: f"+ {x['message'][:110]} ({x['at']})", pad="  ")
-    return "\n".join(lines) + "\n"
 
 
 def _draft(d: dict[str, Any] | None) -> str:

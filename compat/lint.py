@@ -279,22 +279,7 @@ def lint(
             judges, models, index=_index() if search else None, progress=progress, shell=shell
         )
         model = _model_of(argv, knowledge[targets[-1]])
-        combo = Combination(
-            recipe="",
-            model_id=model,
-            variant="",
-            strategy="",
-            feature="",
-            mode="",
-            hardware="",
-            platform=platform,
-            argvs=(("", tuple(argv)),),
-            vllm_pin="",
-            docker_pin=None,
-            gated=False,
-            omni="--omni" in argv,
-            problems=(),
-        )
+        combo = _combination(argv, model, platform)
         result = LintResult(argv, model)
         for v in targets:
             o = pool.outcome(v, combo)
@@ -302,17 +287,7 @@ def lint(
             result.releases.append(ReleaseVerdict(v, o.status, [f for f in o.findings if f.shown]))
         _works_from(result, targets, pool, combo, search)
         if search:
-            oldest = pool.outcome(targets[0], combo)
-            assert oldest is not None
-            for f in oldest.findings:
-                if (
-                    f.key.startswith("arg:")
-                    and f.status == "blocked"
-                    and f.key not in result.accepted_from
-                ):
-                    first = pool.first_without(targets[0], combo, f.key)
-                    if first:
-                        result.accepted_from[f.key] = first
+            _accepted_from(result, targets[0], pool, combo)
         for v in [v for v in pool.judges if v not in targets]:  # releases the searches visited
             o = pool.outcome(v, combo)
             if o is not None:
@@ -322,6 +297,37 @@ def lint(
         return result
     finally:
         facts.close()
+
+
+def _combination(argv: list[str], model: str, platform: str) -> Combination:
+    """The command as the one combination the judges see (no recipe, variant or hardware)."""
+    return Combination(
+        recipe="",
+        model_id=model,
+        variant="",
+        strategy="",
+        feature="",
+        mode="",
+        hardware="",
+        platform=platform,
+        argvs=(("", tuple(argv)),),
+        vllm_pin="",
+        docker_pin=None,
+        gated=False,
+        omni="--omni" in argv,
+        problems=(),
+    )
+
+
+def _accepted_from(result: LintResult, oldest: str, pool: Any, combo: Combination) -> None:
+    """For each argument the oldest release blocks, the first newer release that accepts it."""
+    outcome = pool.outcome(oldest, combo)
+    assert outcome is not None
+    for f in outcome.findings:
+        if f.key.startswith("arg:") and f.status == "blocked" and f.key not in result.accepted_from:
+            first = pool.first_without(oldest, combo, f.key)
+            if first:
+                result.accepted_from[f.key] = first
 
 
 def _index() -> list[str] | None:

@@ -68,15 +68,38 @@ def findings(db_path: Path) -> dict[str, Any]:
     totals = _rows(
         db_path, "select status, count(*) n from verdict where judged = 1 group by status"
     )
+    unknown = _rows(
+        db_path,
+        "select count(*) n from verdict where judged = 1 and status = 'unknown' and gated = 0",
+    )[0]["n"]
     return {
         "blocked": len(rows),
         "recipes": dict(groups),
-        "causes": _causes(db_path),
+        "causes": causes(db_path),
+        "reviews": reviews(db_path),
+        "unknown": unknown,
         "totals": {t["status"]: t["n"] for t in totals},
     }
 
 
-def _causes(db_path: Path) -> list[dict[str, Any]]:
+def reviews(db_path: Path) -> list[dict[str, Any]]:
+    """Gates whose hidden commands start at the pin (ungate proposals): warnings, not findings."""
+    return _rows(
+        db_path,
+        "select recipe, label, field, line, finding, works_from, fix_kind, fix, fix_why "
+        "from cause where fix_kind = 'ungate' order by recipe, line",
+    )
+
+
+def review_line(r: dict[str, Any]) -> str:
+    """One warning line per ungate proposal; `compat fix --apply DIR --only ungate` writes it."""
+    return (
+        f"{r['recipe']}:{r['line']}: warning: {r['label']} {r['finding']}. "
+        f"proposal (ungate): {r['fix']}; {r['fix_why']}"
+    )
+
+
+def causes(db_path: Path) -> list[dict[str, Any]]:
     """One entry per (recipe, cause) blocking an ungated judged command, with counts and its rows."""
     linked = _rows(
         db_path,
@@ -182,41 +205,66 @@ def render_text(f: dict[str, Any], verbose: bool = False) -> str:
                     f"    vllm {r['vllm_version']} {r['platform']}/{r['hardware'] or 'any'} "
                     f"{r['strategy']} {feat} variant {r['variant']}"
                 )
+    lines += [review_line(r) for r in f.get("reviews", [])]
     t = f["totals"]
     fixed = sum(len(c["rows"]) for c in f["causes"] if c["fix_kind"] not in ("", "none"))
+    reviews = len(f.get("reviews", []))
     lines.append(
         f"{f['blocked']} blocked ungated rows in {len(f['recipes'])} recipes, {len(f['causes'])} causes"
         f" ({sum(c['fix_kind'] not in ('', 'none') for c in f['causes'])} with a fix, covering "
-        f"{fixed} row-causes); all rows: {', '.join(f'{k} {v}' for k, v in sorted(t.items()))}"
+        f"{fixed} row-causes); {reviews} gate(s) to review; all rows: "
+        f"{', '.join(f'{k} {v}' for k, v in sorted(t.items()))}"
     )
     return "\n".join(lines) + "\n"
 
 
-def render_github(f: dict[str, Any]) -> str:
-    """GitHub workflow annotations, one per (recipe, cause), at the recipe line of the culprit."""
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _data(text).replace(",", "%2C").replace(":", "%3A")
+
+
+def render_github(f: dict[str, Any], prefix: str = "") -> str:
+    """GitHub workflow annotations, one per (recipe, cause), at the recipe line of the culprit;
+    a `::warning` per gate to review. `prefix`: the recipes root relative to the repository."""
     out = []
     for c in f["causes"]:
-        message = (
-            cause_line(c)
-            .split(": ", 1)[1]
-            .replace("%", "%25")
-            .replace("\r", "%0D")
-            .replace("\n", "%0A")
+        message = _data(cause_line(c).split(": ", 1)[1])
+        title = _prop(f"vllm-compat: {c['label']}")
+        out.append(
+            f"::error file={_prop(prefix + c['recipe'])},line={c['line']},title={title}::{message}"
         )
-        title = f"vllm-compat: {c['label']}".replace(",", "%2C").replace(":", "%3A")
-        out.append(f"::error file={c['recipe']},line={c['line']},title={title}::{message}")
+    for r in f.get("reviews", []):
+        message = _data(review_line(r).split(": warning: ", 1)[1])
+        title = _prop(f"vllm-compat: {r['label']} may be stale")
+        out.append(
+            f"::warning file={_prop(prefix + r['recipe'])},line={r['line']},title={title}::{message}"
+        )
     return "\n".join(out) + ("\n" if out else "")
 
 
 def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | None) -> str:
-    """The causal chain behind a verdict, for every distinct outcome, with where it holds.
+    """The causal chain behind a verdict, for every distinct outcome, with where it holds."""
+    feat, _, _mode = feature.partition(":")
+    out: list[str] = []
+    for m, rows in select(db_path, model, strategy, feature, vllm):
+        out += _explain_rows(rows, feat, m)
+    return "\n".join(out)
+
+
+def select(
+    db_path: Path, model: str, strategy: str, feature: str, vllm: str | None
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(mode, verdict rows) of one recipe x strategy x feature[:mode], at `vllm` or the judged
+    release, each row with its command and cause; a modal feature without a mode gives each mode.
 
     Mistyped inputs get suggestions (close model ids, strategies, features and modes, the
-    releases the database holds); a modal feature given without a mode explains each mode.
+    releases the database holds).
     """
     feat, _, mode = feature.partition(":")
     recipe_rows = _rows(db_path, "select distinct recipe, model_id from verdict")
-    recipes = {r["recipe"] for r in recipe_rows}
     chosen = _pick_recipe(model, recipe_rows)
     releases = sorted(
         {r["vllm_version"] for r in _rows(db_path, "select distinct vllm_version from verdict")},
@@ -228,18 +276,49 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
             where="--vllm",
         )
     if chosen is None:
-        names = sorted({r["model_id"] for r in recipe_rows} | recipes)
+        names = sorted({r["model_id"] for r in recipe_rows} | {r["recipe"] for r in recipe_rows})
         close = difflib.get_close_matches(model, names, n=3, cutoff=0.5)
         raise UserError(
             f"no recipe or model {model!r}"
             + (f"; did you mean {', '.join(close)}?" if close else ""),
             where="compat explain",
         )
-    where = "recipe = ?"
-    params: tuple = (chosen,)
     combos = _rows(
-        db_path, f"select distinct strategy, feature, mode from verdict where {where}", params
+        db_path, "select distinct strategy, feature, mode from verdict where recipe = ?", (chosen,)
     )
+    modes = _check_names(chosen, combos, strategy, feat, mode)
+    out = []
+    for m in [mode] if mode else modes:  # a modal feature without a mode: every mode
+        sql = (
+            "select v.*, c.argv as command_argv, k.label as cause_label, k.field as cause_field, "
+            "k.line as cause_line, k.fix_kind, k.fix, k.fix_why from verdict v "
+            "left join command c on c.id = v.command_id left join cause k on k.id = v.cause_id "
+            "where v.recipe = ? and v.strategy = ? and v.feature = ? and v.mode = ?"
+        )
+        args: tuple = (chosen, strategy, feat, m)
+        if vllm:
+            sql += " and v.vllm_version = ?"
+            args += (vllm,)
+        else:
+            sql += " and v.judged = 1"
+        rows = _rows(
+            db_path, sql + " order by v.vllm_version, v.variant, v.platform, v.hardware", args
+        )
+        if rows:
+            out.append((m, rows))
+    if not out:
+        raise UserError(
+            f"no verdict for {chosen} {strategy} {feature or '(base)'}"
+            f"{' at ' + vllm if vllm else ''}; releases: {', '.join(releases)}",
+            where="compat explain",
+        )
+    return out
+
+
+def _check_names(
+    chosen: str, combos: list[dict[str, Any]], strategy: str, feat: str, mode: str
+) -> list[str]:
+    """The modes of `feat` on `strategy`; a UserError with suggestions for a name not there."""
     strategies = sorted({c["strategy"] for c in combos})
     if strategy not in strategies:
         close = difflib.get_close_matches(strategy, strategies, n=3, cutoff=0.4)
@@ -266,32 +345,7 @@ def explain(db_path: Path, model: str, strategy: str, feature: str, vllm: str | 
             + (f" (did you mean {', '.join(close)}?)" if close else ""),
             where="compat explain",
         )
-    wanted_modes = [mode] if mode else modes  # a modal feature without a mode: every mode
-    out = []
-    for m in wanted_modes:
-        sql = (
-            "select v.*, c.argv as command_argv, k.label as cause_label, k.field as cause_field, "
-            "k.line as cause_line, k.fix_kind, k.fix, k.fix_why from verdict v "
-            "left join command c on c.id = v.command_id left join cause k on k.id = v.cause_id "
-            "where v.recipe = ? and v.strategy = ? and v.feature = ? and v.mode = ?"
-        )
-        args: tuple = (chosen, strategy, feat, m)
-        if vllm:
-            sql += " and v.vllm_version = ?"
-            args += (vllm,)
-        else:
-            sql += " and v.judged = 1"
-        rows = _rows(
-            db_path, sql + " order by v.vllm_version, v.variant, v.platform, v.hardware", args
-        )
-        out += _explain_rows(rows, feat, m)
-    if not out:
-        raise UserError(
-            f"no verdict for {chosen} {strategy} {feature or '(base)'}"
-            f"{' at ' + vllm if vllm else ''}; releases: {', '.join(releases)}",
-            where="compat explain",
-        )
-    return "\n".join(out)
+    return modes
 
 
 def _pick_recipe(model: str, rows: list[dict[str, Any]]) -> str | None:
@@ -315,7 +369,7 @@ def _explain_rows(rows: list[dict[str, Any]], feat: str, mode: str) -> list[str]
         out.append(
             f"{r['model_id']} ({r['recipe']}), {r['strategy']}, {what}, vLLM {version}: {status.upper()}"
         )
-        out.append(f"  holds on {_where(rs)}")
+        out.append(f"  holds on {where(rs)}")
         for i, step in enumerate(shown_steps(chain), 1):
             out.append(f"  {i}. {step}")
         if r["message"]:
@@ -344,7 +398,7 @@ def _explain_rows(rows: list[dict[str, Any]], feat: str, mode: str) -> list[str]
     return out
 
 
-def _where(rows: list[dict[str, Any]]) -> str:
+def where(rows: list[dict[str, Any]]) -> str:
     """'cuda: b200, h100 (variants default, fp8); rocm: mi355x (variant default)'."""
     by_platform: dict[str, tuple[set[str], set[str]]] = {}
     for r in rows:

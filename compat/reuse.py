@@ -36,7 +36,7 @@ from typing import Any
 from compat.blocks import Block, Outline
 
 #: Bump when a block's shape changes: older entries are then never read.
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"  # 3: a block keeps its ungate proposals (gates)
 _SKIPPED_DIRS = frozenset({"models", "node_modules"})
 
 

@@ -218,17 +218,8 @@ class Store:
 def writing(path: Path) -> Iterator[Store]:
     """A store on a private copy of `path` (empty when there is none) with the current schema;
     committed, and moved over `path`, only when the block succeeds."""
-    with _private_copy(Path(path)) as tmp:
-        con = sqlite3.connect(tmp)
-        try:
-            for pragma in SCRATCH_PRAGMAS:
-                con.execute(pragma)
-            store = Store(con, tmp)
-            store.init_schema()
-            yield store
-            con.commit()
-        finally:
-            con.close()
+    with _private_copy(Path(path)) as tmp, scratch(tmp) as store:
+        yield store
 
 
 @contextlib.contextmanager
@@ -265,7 +256,7 @@ def scratch(path: Path) -> Iterator[Store]:
     try:
         for pragma in SCRATCH_PRAGMAS:
             con.execute(pragma)
-        store = Store(con)
+        store = Store(con, Path(path))
         store.init_schema()
         yield store
         con.commit()

@@ -500,7 +500,10 @@ class CauseRow:
 
     id: int | None = col(default=None, pk=True)
     recipe: str = col("Recipe file.", index=True)
-    kind: str = col("feature, pin, variant, hardware, strategy, base_args, recipe, omni or fact.")
+    kind: str = col(
+        "feature, pin, variant, hardware, strategy, base_args, recipe, omni or fact; `gate` for "
+        "a gate whose hidden commands start (an ungate proposal, linked to no verdict)."
+    )
     element: str = col(
         "The recipe element (features.spec_decoding, model.base_args, variants.fp8, ...).",
         default="",
@@ -519,11 +522,17 @@ class CauseRow:
         "First release on the index where every command it blocks starts.", default=""
     )
     fix_kind: str = col(
-        "gate, mode_variants, pin_bump, spelling or none ('' = not planned).", default=""
+        "gate, mode_variants, pin_bump, spelling, strategy, ungate or none ('' = not planned).",
+        default="",
     )
     fix: str = col("One line: what the fix does.", default="")
     fix_why: str = col("Why there is no automatic fix, or what to check by hand.", default="")
     fix_edits: str = col("JSON list of edits (compat.fix.edits).", default="[]")
+    finding_keys: str = col(
+        "JSON list of the engine's keys of the findings it explains (draft_pp:mtp, target_pp, "
+        "gate:<rule id>, ...).",
+        default="[]",
+    )
 
     def edits(self) -> list[Any]:
         from compat.fix.edits import loads

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SNAPSHOT = REPO.parent / "shared" / "recipes-snapshot"
+#: The recipes snapshot beside the checkout; COMPAT_RECIPES_SNAPSHOT points elsewhere (a git worktree).
+SNAPSHOT = Path(
+    os.environ.get("COMPAT_RECIPES_SNAPSHOT") or REPO.parent / "shared" / "recipes-snapshot"
+)
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -159,11 +159,18 @@ CHAT_TEMPLATES_DIR = Path(__file__).parent
 '''
 
 
+# The mini trees' FlexibleArgumentParser (rewrites argv as vLLM 0.33 does; the replay runs it
+# from the tree, compat.verdict.argv_rewrite).
+ARGPARSE_UTILS = (Path(__file__).parent / "fixtures" / "minitrees" / "mini_current" / "vllm" / "utils"
+                  / "argparse_utils.py").read_text()
+
+
 def _mini_release(root: Path, serve: str) -> VllmTree:
     """The entrypoint files argument checks read, with `serve` as cli/serve.py."""
     files = {"vllm/entrypoints/cli/serve.py": serve, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
              "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": API_SERVER,
-             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY}
+             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY,
+             "vllm/utils/argparse_utils.py": ARGPARSE_UTILS}
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -268,6 +275,7 @@ RULES = [
     (["--chat-template", "examples/tool_chat_template_a.jinja"], None),  # in the release's examples/
     (["--chat-template", "template_b.jinja"], None),  # a built-in template
     (["--chat-template", "{{ messages }}"], None),  # a literal template
+    (["--chat-template", "/home/me/template.jinja"], "unknown"),  # a file of the user's machine
     (["--chat-template", "examples/nope.jinja"], ("validate", "ValueError",
      "The supplied chat template string (examples/nope.jinja) appears path-like, but doesn't exist! Tried: "
      "examples/nope.jinja and vllm/transformers_utils/chat_templates/examples/nope.jinja")),
@@ -289,6 +297,9 @@ def test_rules(release, argv: list[str], want) -> None:
     blocked = [f for f in res.findings if f.status == "blocked"]
     if want is None:
         assert not blocked, [f.message for f in blocked]
+        return
+    if want == "unknown":
+        assert not blocked and [f.status for f in res.findings] == ["unknown"], res.findings
         return
     assert blocked, res.findings
     assert (blocked[0].stage, blocked[0].exception, blocked[0].message) == want
@@ -357,6 +368,40 @@ PREPROCESS = [
 @pytest.mark.parametrize("argv,want", PREPROCESS)
 def test_preprocess(argv, want) -> None:
     assert preprocess(argv) == want
+
+
+@pytest.mark.parametrize("argv,want", PREPROCESS)
+def test_the_release_rewrite_is_run_from_its_source(release, argv, want) -> None:
+    """With a tree, the replay runs the release's own parse_args (super().parse_args -> its list)."""
+    assert release.serve_parser.rewrite(argv) == want
+
+
+def test_a_release_rewrite_that_raises_is_vllms_answer(tmp_path) -> None:
+    """0.9-0.10 refuse `--model` with vllm serve; the release's own ValueError is the finding."""
+    tree = _mini_release(tmp_path, SERVE)
+    (tmp_path / "vllm/utils/argparse_utils.py").write_text(
+        "class FlexibleArgumentParser:\n"
+        "    def parse_args(self, args=None, namespace=None):\n"
+        "        if args and args[0] == 'serve' and any(a == '--model' for a in args):\n"
+        "            raise ValueError('With `vllm serve`, you should provide the model as a positional')\n"
+        "        return super().parse_args([a.replace('_', '-') for a in args], namespace)\n")
+    sp = ServeParser(VALUES, Validator(schemas_from_rows(CONFIG)), VERSION, tree)
+    assert sp.rewrite(["serve", "m", "--tensor_parallel_size", "2"]) == ["serve", "m", "--tensor-parallel-size", "2"]
+    _ns, findings = sp.parse(["serve", "--model", "m"])
+    assert [(f.status, f.exception) for f in findings] == [("blocked", "ValueError")]
+    assert "provide the model as a positional" in findings[0].message
+
+
+def test_a_release_rewrite_that_cannot_run_is_unknown(tmp_path) -> None:
+    tree = _mini_release(tmp_path, SERVE)
+    (tmp_path / "vllm/utils/argparse_utils.py").write_text(
+        "class FlexibleArgumentParser:\n"
+        "    def parse_args(self, args=None, namespace=None):\n"
+        "        while args:\n"
+        "            pass\n")
+    sp = ServeParser(VALUES, Validator(schemas_from_rows(CONFIG)), VERSION, tree)
+    _ns, findings = sp.parse(["serve", "m"])
+    assert [(f.status, f.key) for f in findings] == [("unknown", ("argv-rewrite",))] and "while loop" in findings[0].step
 
 
 def test_served_model_name_without_a_model_is_vllms_value_error(release) -> None:
@@ -481,7 +526,8 @@ def older(tmp_path_factory):
     root = tmp_path_factory.mktemp("older-args")
     files = {"vllm/entrypoints/cli/serve.py": SERVE, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
              "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": OLD_API_SERVER,
-             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY, "vllm/engine/arg_utils.py": ARG_UTILS_SRC}
+             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY, "vllm/engine/arg_utils.py": ARG_UTILS_SRC,
+             "vllm/utils/argparse_utils.py": ARGPARSE_UTILS}
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -633,3 +679,133 @@ def test_the_narrowed_parser_parses_as_the_whole_one(args: list[str]) -> None:
     assert outcome(_narrowed(whole, args)) == outcome(whole)
     if "-" not in args:  # a bare '-' is a prefix of every option: all of them stay
         assert len(_narrowed(whole, args)._actions) < 20
+
+
+# ---- releases before 0.9: the `vllm` command in vllm/scripts.py, checks inline in run_server,
+# JSON flags converted by the config class's own `from_cli`
+
+SCRIPTS_07 = '''
+from vllm.entrypoints.openai.api_server import run_server
+from vllm.entrypoints.openai.cli_args import make_arg_parser, validate_parsed_serve_args
+
+
+def main():
+    parser = FlexibleArgumentParser(description="vLLM CLI")
+    parser.add_argument("-v", "--version", action="version", version="0.7")
+    subparsers = parser.add_subparsers(required=True, dest="subparser")
+    serve_parser = subparsers.add_parser("serve", usage="vllm serve <model_tag> [options]")
+    serve_parser.add_argument("model_tag", type=str, help="The model tag to serve")
+    serve_parser.add_argument("--config", type=str, default="", required=False)
+    serve_parser = make_arg_parser(serve_parser)
+    args = parser.parse_args()
+    if args.subparser == "serve":
+        validate_parsed_serve_args(args)
+'''
+RUN_SERVER_07 = '''
+from vllm.entrypoints.openai.tool_parsers import ToolParserManager
+
+
+async def run_server(args, **uvicorn_kwargs):
+    logger.info("vLLM API server version %s", VLLM_VERSION)
+    valid_tool_parses = ToolParserManager.tool_parsers.keys()
+    if args.enable_auto_tool_choice and args.tool_call_parser not in valid_tool_parses:
+        raise KeyError(f"invalid tool call parser: {args.tool_call_parser} "
+                       f"(chose from {{ {','.join(valid_tool_parses)} }})")
+    sock = create_server_socket((args.host or "", args.port))
+    await serve_http(sock)
+'''
+CONFIG_07 = '''
+import ast
+from pydantic import BaseModel
+
+
+class CompilationConfig(BaseModel):
+    level: int = 0
+    use_inductor: bool = True
+
+    @classmethod
+    def from_cli(cls, cli_value: str) -> "CompilationConfig":
+        if cli_value in ["0", "1", "2", "3"]:
+            return cls(level=int(cli_value))
+        dict_value = ast.literal_eval(cli_value)
+        return CompilationConfig.model_validate(dict_value)
+'''
+ARG_UTILS_07 = '''
+from vllm.config import CompilationConfig
+'''
+
+
+@pytest.fixture(scope="module")
+def release_07(tmp_path_factory):
+    root = tmp_path_factory.mktemp("args-07")
+    files = {"vllm/scripts.py": SCRIPTS_07, "vllm/entrypoints/openai/cli_args.py": CLI_ARGS,
+             "vllm/entrypoints/chat_utils.py": CHAT_UTILS, "vllm/entrypoints/openai/api_server.py": RUN_SERVER_07,
+             "vllm/transformers_utils/chat_templates/registry.py": REGISTRY, "vllm/config.py": CONFIG_07,
+             "vllm/engine/arg_utils.py": ARG_UTILS_07, "vllm/utils/argparse_utils.py": ARGPARSE_UTILS}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    tree = VllmTree(root, VERSION, "src")
+    values = [opt("model_tag"), *(v for v in VALUES[1:] if v["flag"] != "--compilation-config"),
+              opt("--compilation-config", "-O", type="callable", callable_src="CompilationConfig.from_cli")]
+    config = [cfg("CompilationConfig", "", extra="ignore"), cfg("CompilationConfig", "level", {"t": "int"}, 0),
+              cfg("CompilationConfig", "use_inductor", {"t": "bool"}, True)]
+    return SimpleNamespace(
+        tree=tree, version=VERSION, serve_parser=ServeParser(values, Validator(schemas_from_rows(config)), VERSION, tree),
+        serve_rules=ServeRules(tree, {"tool": ["mistral", "hermes"], "reasoning": []}, [], VERSION))
+
+
+def test_serve_subparser_arguments_are_read_from_scripts_py(release_07) -> None:
+    """0.5-0.7 add `model_tag` (required) and `--config` in vllm/scripts.py main(), before
+    make_arg_parser(serve_parser); 0.8-0.9 in serve.py's subparser_init."""
+    from compat.vllm.cli_surface import extract_cli
+
+    cli = extract_cli(release_07.tree)
+    assert [(p[0], p[1].nargs, p[2]) for p in cli.positionals] == [("model_tag", None, "vllm/scripts.py")]
+    assert cli.lookup("--config").file == "vllm/scripts.py"
+    assert "--version" not in cli.long_flags()  # the top-level parser's, not serve's
+
+
+def test_run_server_inline_checks_before_its_socket(release_07) -> None:
+    """Before validate_api_server_args existed, run_server checked the parser name inline, before
+    it bound its socket: those statements are run (the dict in registration order)."""
+    res = check_arguments(release_07, ["vllm", "serve", "m", "--enable-auto-tool-choice",
+                                       "--tool-call-parser", "qwen3_xml"], SHELL)
+    blocked = [f for f in res.findings if f.status == "blocked"]
+    assert [(f.stage, f.exception) for f in blocked] == [("api_server", "KeyError")]
+    assert blocked[0].message == "'invalid tool call parser: qwen3_xml (chose from { mistral,hermes })'"
+    ok = check_arguments(release_07, ["vllm", "serve", "m", "--enable-auto-tool-choice",
+                                      "--tool-call-parser", "hermes"], SHELL)
+    assert not [f for f in ok.findings if f.status != "ok"], ok.findings
+
+
+@pytest.mark.parametrize("value,want", [
+    ('{"use_inductor": false}', "invalid from_cli value"),  # literal_eval: `false` is not Python
+    ('{"level": "x"}', "invalid from_cli value"),            # the class's own check fails
+    ('{"use_inductor": False, "cudagraph_mode": 1}', None),  # BaseModel ignores unknown keys
+    ("3", None),
+])
+def test_from_cli_runs_the_class_method(release_07, value, want) -> None:
+    res = check_arguments(release_07, ["vllm", "serve", "m", "--compilation-config", value], SHELL)
+    blocked = [f for f in res.findings if f.status == "blocked"]
+    if want is None:
+        assert not [f for f in res.findings if f.status != "ok"], res.findings
+    else:
+        assert blocked and want in blocked[0].message, res.findings
+
+
+def test_a_release_without_the_checks_runs_none(tmp_path) -> None:
+    """0.6.2: main() calls no validate_parsed_serve_args and run_server binds its socket first
+    (socket.socket): both stages are absent, not unknown."""
+    files = {"vllm/scripts.py": SCRIPTS_07.replace(", validate_parsed_serve_args", "").replace(
+                 '    if args.subparser == "serve":\n        validate_parsed_serve_args(args)\n', ""),
+             "vllm/entrypoints/openai/api_server.py":
+                 "async def run_server(args):\n    logger.info('x')\n"
+                 "    temp_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n",
+             "vllm/entrypoints/openai/cli_args.py": CLI_ARGS}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    rules = ServeRules(VllmTree(tmp_path, VERSION, "src"), {"tool": ["hermes"], "reasoning": []}, [], VERSION)
+    assert rules.absent == {"validate"} and not rules.missing
+    assert [(r.stage, r.status) for r in rules.run(argparse.Namespace())] == [("api_server", "ok")]

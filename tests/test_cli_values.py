@@ -266,3 +266,52 @@ def test_minitree_specs_and_positional() -> None:
     assert (cc.type, cc.json_class) == ("dataclass", "CompilationConfig")
     assert f["--speculative-config"].spec.type == "json"  # type override: plain JSON at parse time
     assert [p[0] for p in s.positionals] == ["model_tag"] and s.positionals[0][1].nargs == "?"
+
+
+BASEMODEL_SRC = '''
+from pydantic import BaseModel, ConfigDict
+
+
+class Loose(BaseModel):
+    level: int = 0
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    level: int = 0
+'''
+
+
+def test_config_schema_extra_of_a_basemodel(tmp_path: Path) -> None:
+    """Before 0.10 the config classes are pydantic BaseModels: unknown keys ignored unless the
+    class's model_config forbids them."""
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "config.py").write_text(BASEMODEL_SRC)
+    r = SymbolResolver(VllmTree(tmp_path, "0.0.1", "src"))
+    rows = extract_config_schema(r, [r.resolve_class("vllm/config.py", n) for n in ("Loose", "Strict")])
+    assert {c.class_name: c.extra for c in rows if c.field == ""} == {"Loose": "ignore", "Strict": "forbid"}
+
+
+CHOICES_SRC = '''
+from typing import Literal, get_args
+
+Methods = Literal["awq", "fp8", "gptq"]
+FROM_ALIAS: list[str] = list(get_args(Methods))
+AS_LIST = ["awq", "fp8"]
+AS_DICT = {"awq": AWQConfig, "fp8": Fp8Config}
+'''
+
+
+@pytest.mark.parametrize("expr,want", [
+    ("[*FROM_ALIAS, None]", ["awq", "fp8", "gptq", None]),   # 0.8: list(get_args(Literal[...]))
+    ("[*AS_LIST, None]", ["awq", "fp8", None]),
+    ("[*AS_DICT, None]", ["awq", "fp8", None]),              # 0.6: a dict of config classes
+    ("[*UNDEFINED, None]", None),
+])
+def test_computed_choices(tmp_path: Path, expr: str, want) -> None:
+    from compat.vllm.cli_choices import choices_of
+
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "q.py").write_text(CHOICES_SRC)
+    r = SymbolResolver(VllmTree(tmp_path, "0.0.1", "src"))
+    assert choices_of(r, "vllm/q.py", ast.parse(expr, mode="eval").body) == (want, "")

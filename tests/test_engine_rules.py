@@ -125,8 +125,10 @@ EAGLE3_NOPP_TARGET = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", 
 
 
 def _with(k, *, runner: str | None = None, gates: tuple[str, ...] = (), lookups: dict | None = None,
-          eagle3_target: bool | None = None, cap: dict | None = None):
+          eagle3_target: bool | None = None, cap: dict | None = None, command: str | None = "vllm/scripts.py",
+          server: str | None = "vllm/entrypoints/openai/api_server.py"):
     """A release with the runner it starts, verified gates, and where it looks reasoning parsers up."""
+    k.release_facts["serve_command"] = {"module": command, "server": server}
     if runner is not None:
         k.release_facts["runner_default"] = {"mode": runner}
     for g in gates:
@@ -176,6 +178,10 @@ MECHANISMS = [
      ("--enable-eplb",), "blocked", "gate:eplb-needs-moe-class"),
     ("--enable-eplb on a MoE class", dict(runner="v1", gates=("eplb-needs-moe-class",), cap={"is_moe": 1}),
      ("--enable-eplb",), "ok", None),
+    # a release without the `vllm` command (0.4.x) starts no `vllm serve` at all
+    ("no vllm command", dict(command=None), ("-tp", "1"), "blocked", "arg:no-vllm-command"),
+    ("a tree showing neither the command nor the server decides nothing", dict(command=None, server=None),
+     ("-tp", "1"), "ok", None),
     # an unverified argv rewrite: argparse's unique prefixes, ambiguous ones unknown
     ("a unique abbreviation is the option", {}, ("--tensor-par", "8"), "ok", None),
     ("an ambiguous abbreviation is unknown", {}, ("--data-parallel", "2"), "unknown", None),

@@ -19,6 +19,12 @@ from tests.cli_kit import run
 pytestmark = pytest.mark.slow
 
 
+def git(root: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
 def sql(db: Path, statement: str) -> list[dict]:
     r = run("sql", statement, "--db", str(db), "--format", "json")
     assert r.returncode == 0, r.stderr
@@ -32,8 +38,11 @@ def loop(tmp_path_factory: pytest.TempPathFactory, snapshot: Path) -> dict[str, 
     r = run("build", "--recipes", str(snapshot), "--db", str(before))
     assert r.returncode == 0, r.stderr
     applied = base / "recipes"
-    shutil.copytree(snapshot, applied)
-    r = run("fix", "--db", str(before), "--apply", str(applied))
+    shutil.copytree(snapshot, applied, ignore=shutil.ignore_patterns("node_modules"))
+    git(applied, "init", "-q", "-b", "main")
+    git(applied, "add", "-A")
+    git(applied, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "snapshot")
+    r = run("fix", "--db", str(before), "--apply", str(applied), "--commit")
     assert r.returncode == 0, r.stderr
     after = base / "after.db"
     r = run("build", "--recipes", str(applied), "--db", str(after))
@@ -46,6 +55,9 @@ def blocked(db: Path) -> int:
 
 
 def test_at_most_two_percent_remain_and_each_says_why(loop: dict[str, Path]) -> None:
+    """Last run (issue 19): 6,964 -> 99 (1.4%), all DeepSeek-V4-Flash's b12x hardware overrides,
+    whose pin bump to 0.29.0 cannot be verified (pd_cluster commands that start at 0.25.0 are
+    unknown there: an AttentionConfig.__post_init__ check the engine does not decide)."""
     before, after = blocked(loop["before"]), blocked(loop["after"])
     assert before > 1000  # the snapshot's stale pins and PP conflicts
     assert after <= 0.02 * before, (before, after)
@@ -150,3 +162,50 @@ def test_the_sites_own_synthesizer_emits_nothing_fixable_that_fails(loop: dict[s
     repo, ui_site, published = tool.site_commands(snapshot, modules)
     before = tool.compare_db(repo, loop["before"], tool.JUDGED, ui_site, published)
     assert len(before.fixable_blocked) > 1000
+
+
+def test_the_fixes_are_one_commit_whose_message_tells_each_fix(loop: dict[str, Path]) -> None:
+    """Issue 19: `compat fix --apply --commit` on a copy of the snapshot makes one commit."""
+    applied = loop["applied"]
+    assert git(applied, "branch", "--show-current").strip() == "vllm-compat/fixes"
+    assert git(applied, "rev-list", "--count", "main..HEAD").strip() == "1"
+    assert git(applied, "status", "--porcelain").strip() == ""
+    message = git(applied, "log", "-1", "--format=%B")
+    print("\n".join(message.splitlines()[:20]))
+    assert message.startswith("vllm-compat: ") and "\nmodels/zai-org/GLM-5.2.yaml\n" in message
+    assert "- strategy: drop strategy multi_node_tp_pp" in message  # Nemotron-Nano-12B-v2-VL
+    assert "the site stops emitting: spec_decoding:mtp on multi_node_tp_pp" in message
+    for line in git(applied, "show", "HEAD").splitlines():  # the comments written: one short line
+        if line.startswith("+") and "# vllm-compat:" in line:
+            assert len(line.split("# ", 1)[1]) <= 120 and "…" not in line, line
+
+
+def test_no_gate_is_proposed_for_removal_after_the_loop(loop: dict[str, Path]) -> None:
+    """The gates the fixes wrote hide commands that fail at the pin: none is stale."""
+    report = json.loads(run("check", "--db", str(loop["after"]), "--format", "json").stdout)
+    assert not [r for r in report["reviews"] if "spec_decoding" in r["label"] and "GLM-5.2" in r["recipe"]]
+
+
+def test_ungate_on_the_unchanged_snapshot_quotes_the_recipe(loop: dict[str, Path]) -> None:
+    """Kimi-K3 scopes decode_context_parallelism to single_node_tp (the DCP size must divide TP):
+    multi_node_tp and multi_node_tep start there, so widening is proposed, as a proposal that
+    quotes the recipe's reason and says a gate may exist for reasons other than startup."""
+    report = json.loads(run("check", "--db", str(loop["before"]), "--format", "json").stdout)
+    kimi = [r for r in report["reviews"] if r["recipe"] == "models/moonshotai/Kimi-K3.yaml"
+            and "decode_context_parallelism" in r["label"]]
+    assert len(kimi) == 1, report["reviews"]
+    r = kimi[0]
+    assert r["fix"].startswith("add multi_node_tp, multi_node_tep to features.decode_context_parallelism.strategies")
+    assert "reasons other than startup" in r["fix_why"] and "the recipe says: Scoped to single_node_tp" in r["fix_why"]
+
+
+def test_explain_issue_for_glm52_reproduces_the_report_that_started_the_project(loop: dict[str, Path]) -> None:
+    r = run("explain", "zai-org/GLM-5.2", "multi_node_tp_pp", "spec_decoding:mtp", "--vllm", "0.23.0",
+            "--db", str(loop["before"]), "--format", "issue")
+    assert r.returncode == 0, r.stderr
+    for needed in ("DeepSeekMTP", "lacks SupportsPP", "create_draft_parallel_config", "| 0.23.0 | blocked |",
+                   "First release on the package index where it starts: **0.30.0**", "```python",
+                   "SpeculativeConfig(method='mtp'"):
+        assert needed in r.stdout, needed
+    up = run("check", "--db", str(loop["before"]), "--upstream").stdout
+    assert "models/zai-org/GLM-5.2.yaml:52: upstream (draft-without-pp)" in up

@@ -73,12 +73,13 @@ def checkout(tmp_path: Path, text: str) -> Path:
     return root
 
 
-def plan(root: Path, **newer: object):
-    """(plans by cause label, case, ctx) for models/acme/x.yaml pinned at 0.1.0."""
+def plan(root: Path, index: list[str] | None = None, **newer: object):
+    """(plans by cause label, case, ctx) for models/acme/x.yaml pinned at 0.1.0; `index`: the
+    releases on the package index (None: offline)."""
     repo = load_repo(root)
     judges = {"0.1.0": Judge(release("0.1.0"), MODELS),
               "0.2.0": Judge(release("0.2.0", flags=("--newflag",), **newer), MODELS)}
-    pool = ReleasePool(judges, MODELS, index=None)
+    pool = ReleasePool(judges, MODELS, index=index)
     book = CauseBook()
     sweep = Sweep(pool, renderer(repo), book)
     judged: dict[str, list[Row]] = {}
@@ -257,3 +258,145 @@ def test_a_plan_that_fails_re_judging_is_not_kept(tmp_path: Path) -> None:
     assert "failed re-judging: would break single_node_tp" in reasons[cid][0], reasons
     right = got["spec_decoding"]
     assert _verified(case, ctx, {cid: Proposal(right.kind, tuple(right.edits), right.summary)}, blocked, {cid: []})
+
+
+def test_every_fix_comment_is_one_line_of_at_most_120_characters(tmp_path: Path) -> None:
+    """Issue 19: the cause, the release and the evidence file:line, never cut with an ellipsis."""
+    from compat.fix.wording import LIMIT
+
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        fast:
+          description: a flag only 0.2.0 has
+          args: ["--newflag"]
+        tools:
+          description: a typo
+          args: ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--tool-parser-plugn", "p.py"]
+        """, opt_in="[spec_decoding, fast, tools]", base_args='["--max-model-len 4096"]'))
+    got, _, _ = plan(root)
+    comments = [e.comment for p in got.values() for e in p.edits if e.comment]
+    assert len(comments) >= 3, got
+    for c in comments:
+        assert len(c) <= LIMIT and "…" not in c and "\n" not in c, c
+    gate = got["spec_decoding"].edits[0].comment
+    assert gate.startswith("vllm-compat: spec_decoding cannot start on multi_node_tp_pp at vLLM 0.1.0"), gate
+
+
+def nopp_recipe(variants: str = "") -> str:
+    """A model no release runs with PP, offered on multi_node_tp_pp."""
+    return recipe("""\
+        reasoning:
+          description: fine
+          args: ["--reasoning-parser", "deepseek_r1"]
+        """, variants=variants).replace("model_id: acme/moe-pp", "model_id: acme/dense-nopp")
+
+
+def test_strategy_dropped_when_no_release_on_the_index_starts_it(tmp_path: Path) -> None:
+    got, case, ctx = plan(checkout(tmp_path, nopp_recipe()), index=["0.1.0", "0.2.0"])
+    p = got["the strategy"]
+    assert p.kind == "strategy", p
+    assert [(e.op, e.path, e.value) for e in p.edits] == [
+        ("set", ("compatible_strategies",), ["single_node_tp", "multi_node_tp"])]
+    assert p.edits[0].comment.startswith("vllm-compat: multi_node_tp_pp dropped"), p.edits[0].comment
+    assert "0.2.0" in p.edits[0].comment and len(p.edits[0].comment) <= 120
+
+
+def test_strategy_kept_offline_and_where_a_command_on_it_starts(tmp_path: Path) -> None:
+    got, _, _ = plan(checkout(tmp_path, nopp_recipe()))  # offline: a later release may start it
+    assert got["the strategy"].kind == "none" and "strategy: the package index is unreachable" in got[
+        "the strategy"].why
+    both = nopp_recipe(variants="""\
+          default: {precision: bf16, vram_minimum_gb: 10}
+          pp: {model_id: acme/dense-pp, precision: bf16, vram_minimum_gb: 10}
+        """)
+    got, _, _ = plan(checkout(tmp_path / "b", both), index=["0.1.0", "0.2.0"])
+    p = got["the strategy"]
+    assert p.kind == "none" and "multi_node_tp_pp starts in" in p.why and "take them away" in p.why, p
+
+
+def test_strategy_never_dropped_when_it_is_the_default_strategy(tmp_path: Path) -> None:
+    text = nopp_recipe() + "default_strategy: multi_node_tp_pp\n"
+    got, _, _ = plan(checkout(tmp_path, text), index=["0.1.0", "0.2.0"])
+    assert got["the strategy"].kind == "none" and "default_strategy" in got["the strategy"].why
+
+
+def reviews(root: Path, **newer: object):
+    """Ungate proposals for models/acme/x.yaml, judged at its pin (0.1.0 or 0.2.0)."""
+    from compat.fix.ungate import review_recipe
+
+    repo = load_repo(root)
+    judges = {"0.1.0": Judge(release("0.1.0"), MODELS),
+              "0.2.0": Judge(release("0.2.0", flags=("--newflag",), **newer), MODELS)}
+    ctx = Context(repo, ReleasePool(judges, MODELS, index=None), lambda pin: pin if pin in judges else None)
+    recipe_ = next(iter(repo.recipes.values()))
+    return review_recipe(recipe_, ctx, "0.1.0")
+
+
+GATED_EAGLE3 = f"""\
+    spec_decoding:
+      description: eagle3
+      # PP: the eagle3 draft inherits the target's PP size and lacks SupportsPP.
+      strategies: [single_node_tp, multi_node_tp]
+      args: ["--speculative-config", '{EAGLE3}']
+    """
+
+
+def test_ungate_when_the_pin_moves_to_a_release_where_the_hidden_commands_start(tmp_path: Path) -> None:
+    """GLM-5.2's case in small: gated off multi_node_tp_pp for a draft PP failure, pin moved to the
+    release that forces the draft's PP to 1."""
+    text = recipe(GATED_EAGLE3, opt_in="[spec_decoding]").replace('"0.1.0"', '"0.2.0"')
+    got = reviews(checkout(tmp_path, text), draft_pp="one")
+    assert len(got) == 1, got
+    r = got[0]
+    assert r.gate.path == ("features", "spec_decoding", "strategies") and r.opened == ("multi_node_tp_pp",)
+    edit = r.proposal.edits[0]
+    assert (edit.op, edit.path) == ("delete", ("features", "spec_decoding", "strategies"))
+    assert r.proposal.summary.startswith("remove features.spec_decoding.strategies: the 1 command(s)")
+    assert r.proposal.works_from == "0.2.0" and "from 0.2.0" in r.proposal.summary  # 0.1.0 fails
+    assert "reasons other than startup" in r.proposal.note
+    assert "the recipe says: PP: the eagle3 draft inherits" in r.proposal.note
+    assert len(edit.comment) <= 120
+
+
+def test_no_ungate_at_the_pin_where_the_gate_is_needed(tmp_path: Path) -> None:
+    text = recipe(GATED_EAGLE3, opt_in="[spec_decoding]")
+    assert reviews(checkout(tmp_path, text), draft_pp="one") == []
+
+
+def test_ungate_widens_a_gate_where_only_some_hidden_strategies_start(tmp_path: Path) -> None:
+    """Kimi-K3's shape: scoped to one strategy; another hidden strategy starts, a third does not."""
+    text = recipe(GATED_EAGLE3.replace("[single_node_tp, multi_node_tp]", "[single_node_tp]"),
+                  opt_in="[spec_decoding]")
+    got = reviews(checkout(tmp_path, text))
+    assert len(got) == 1
+    r = got[0]
+    assert r.opened == ("multi_node_tp",) and set(r.closed) == {"multi_node_tp_pp"}
+    edit = r.proposal.edits[0]
+    assert (edit.op, edit.value) == ("set", ["single_node_tp", "multi_node_tp"])
+    assert "still hidden: multi_node_tp_pp: blocked at vLLM 0.1.0" in r.proposal.note
+
+
+def test_ungate_a_mode_restricted_to_variants(tmp_path: Path) -> None:
+    text = recipe("""\
+        parallel:
+          description: expert parallel or not
+          default_mode: plain
+          modes:
+            ep:
+              variants: [default]
+              args: ["--enable-expert-parallel"]
+            plain:
+              args: ["--max-model-len", "4096"]
+        """, opt_in="[parallel]", variants="""\
+          default: {precision: bf16, vram_minimum_gb: 10}
+          other: {model_id: acme/moe-pp, precision: fp8, vram_minimum_gb: 10}
+          dense: {model_id: acme/dense-pp, precision: bf16, vram_minimum_gb: 10}
+        """)
+    got = reviews(checkout(tmp_path, text))
+    assert len(got) == 1
+    r = got[0]
+    assert r.gate.path == ("features", "parallel", "modes", "ep", "variants")
+    assert r.opened == ("other",) and "dense" in r.closed  # EP needs experts: the dense model fails
+    assert r.proposal.edits[0].value == ["default", "other"]

@@ -81,7 +81,7 @@ def start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def wait_for_markers(markers: Path, n: int, proc: list[subprocess.Popen], timeout: float = 60) -> None:
+def wait_for_markers(markers: Path, n: int, proc: list[subprocess.Popen], timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while len(list(markers.iterdir())) < n:
         for p in proc:
@@ -145,7 +145,7 @@ def test_sigint_mid_run_leaves_previous_database(tmp_path, previous, command, st
             assert any(n.endswith(".tmp") for n in neighbours(db)), "expected the private copy to exist mid-write"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -166,7 +166,7 @@ def test_sigint_with_no_previous_database_leaves_nothing(tmp_path):
     try:
         wait_for_markers(markers, 1, [proc])
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -185,7 +185,7 @@ def test_sigterm_mid_write_leaves_previous_database_and_no_temp_file(tmp_path, p
     try:
         wait_for_markers(markers, 1, [proc])
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -199,7 +199,10 @@ def _counts(db: Path) -> dict[str, object]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        q = lambda sql: con.execute(sql).fetchall()
+
+        def q(sql: str) -> list[tuple]:
+            return con.execute(sql).fetchall()
+
         return {
             "releases": sorted(r[0] for r in q("SELECT version FROM release")),
             "caps": dict(q("SELECT vllm_version, count(*) FROM arch_capability GROUP BY vllm_version")),
@@ -222,7 +225,7 @@ def test_two_concurrent_builds_on_one_database(tmp_path, previous):
              for label in ("1.0.0", "2.0.0")]
     try:
         wait_for_markers(markers, 2, procs)
-        results = [p.communicate(timeout=120) for p in procs]
+        results = [p.communicate(timeout=600) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -252,7 +255,7 @@ def test_concurrent_identical_builds_do_not_double_rows(tmp_path, previous):
              for _ in range(2)]
     try:
         wait_for_markers(markers, 2, procs)
-        results = [p.communicate(timeout=120) for p in procs]
+        results = [p.communicate(timeout=600) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:

@@ -34,7 +34,9 @@ def test_one_edited_recipe_is_judged_again_and_the_tables_match_a_full_build(
     recipe = copy / EDITED
     text = recipe.read_text()
     assert "  base_args:\n" in text
-    recipe.write_text(text.replace("  base_args:\n", '  base_args:\n    - "--max-num-seqs"\n    - "64"\n', 1))
+    recipe.write_text(
+        text.replace("  base_args:\n", '  base_args:\n    - "--max-num-seqs"\n    - "64"\n', 1)
+    )
     said = build(copy, tmp_path / "incremental.db")
     m = re.search(r"recipes: (\d+) judged, (\d+) reused", said)
     assert m and int(m.group(1)) == 1 and int(m.group(2)) > 100, said

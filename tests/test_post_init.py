@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from compat.verdict.config_values import ClassSchema, Validator
-from compat.vllm.post_init import _guard, evaluate, render, torch_pin
+from compat.vllm.post_init import _guards, evaluate, evaluate_detail, render, torch_pin
 
 SOURCE = textwrap.dedent("""\
     def __post_init__(self):
@@ -39,11 +39,11 @@ def checks() -> list[dict]:
     fn = ast.parse(SOURCE).body[0]
     out = []
     for st in fn.body:  # the statements post_init_checks reads, without a release to resolve aliases
-        guard = _guard(st)
-        if guard is not None:
-            out.append({"cond": ast.unparse(guard[0]), "aliases": {"Role": ["a", "b"]},
-                        "message": ast.unparse(guard[1].exc.args[0]),
-                        "reads": sorted({n.attr for n in ast.walk(guard[0]) if isinstance(n, ast.Attribute)
+        raises = {id(n): n for n in ast.walk(st) if isinstance(n, ast.Raise)}
+        for rid, cond, _pre, _path in _guards(st):
+            out.append({"cond": ast.unparse(cond), "aliases": {"Role": ["a", "b"]},
+                        "message": ast.unparse(raises[rid].exc.args[0]),
+                        "reads": sorted({n.attr for n in ast.walk(cond) if isinstance(n, ast.Attribute)
                                          and getattr(n.value, "id", "") == "self"})})
     return out
 
@@ -64,6 +64,35 @@ def checks() -> list[dict]:
 def test_conditions_are_answered_three_valued(index: int, fields: dict, torch: str | None,
                                               holds: bool | None) -> None:
     assert evaluate(checks()[index], fields, torch) is holds
+
+
+CHAIN = textwrap.dedent("""\
+    def __post_init__(self):
+        if self.model is None and self.n is not None:
+            if self.method == "mtp":
+                self.model = "target"
+            elif self.method == "ngram":
+                self.model = "ngram"
+            else:
+                raise ValueError("n was provided but without a model.")
+        if self.n > 1:
+            raise ValueError("more than one")
+    """)
+
+
+@pytest.mark.parametrize(("fields", "first", "raised"), [
+    ({"model": None, "n": 3, "method": "eagle3"}, True, None),   # the else of an elif chain
+    ({"model": None, "n": 3, "method": "mtp"}, False, None),
+    ({"model": None, "n": None, "method": "mtp"}, False, "TypeError"),  # `None > 1`, as in vLLM
+])
+def test_raises_under_if_elif_else_and_a_type_error_vllm_meets_too(fields: dict, first: bool,
+                                                                  raised: str | None) -> None:
+    fn = ast.parse(CHAIN).body[0]
+    guards = [cond for st in fn.body for _rid, cond, _pre, _path in _guards(st)]
+    assert len(guards) == 2
+    assert evaluate({"cond": ast.unparse(guards[0])}, fields) is first
+    _holds, error = evaluate_detail({"cond": ast.unparse(guards[1])}, fields)
+    assert (error or "").startswith(raised or "") and (error is None) == (raised is None)
 
 
 def test_messages_are_rendered_as_vllm_formats_them() -> None:
@@ -123,3 +152,25 @@ def test_kv_transfer_config_without_a_role_is_rejected(vllm_tree, tmp_path, vers
     fails = v.validate("KVTransferConfig", {"kv_connector": "NixlConnector"})
     assert fails.errors and "when kv_connector is set" in fails.errors[0].msg, fails
     assert not v.validate("KVTransferConfig", {"kv_connector": "NixlConnector", "kv_role": "kv_both"}).errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.12.0", "0.23.0", "0.33.0"])
+@pytest.mark.parametrize(("spec", "error"), [
+    ({"method": "eagle3", "num_speculative_tokens": 3}, "num_speculative_tokens was provided but without"),
+    ({"method": "eagle3", "model": "acme/draft", "num_speculative_tokens": 3}, None),
+    ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 5, "prompt_lookup_max": 2},
+     "prompt_lookup_min=5 must be <= prompt_lookup_max=2"),
+    ({"method": "ngram", "num_speculative_tokens": 3}, None),  # the defaults vLLM fills first
+])
+def test_speculative_config_post_init_on_the_json(vllm_tree, version: str, spec: dict, error: str | None) -> None:
+    from compat.scan import release_facts
+    from compat.verdict.config_values import Validator, schemas_from_rows
+
+    facts, _ = release_facts(vllm_tree(version))
+    got = Validator(schemas_from_rows(facts["config_field"])).validate("SpeculativeConfig", spec)
+    messages = [e.msg for e in got.errors]
+    if error is None:
+        assert not messages and not got.raised, messages
+    else:
+        assert any(error in m for m in messages), messages

@@ -1,7 +1,7 @@
 """vLLM's own argument handling (golden data) against vllm-compat's argument-level findings.
 
 `tests/golden/serve-args-<ver>.json.gz` holds, for every argv the project synthesizes on the
-recipes snapshot, what a vLLM release (RELEASES: 0.17.0, 0.23.0, 0.33.0) did with it when run for real
+recipes snapshot, what a vLLM release (RELEASES: 0.6.2 to 0.33.0) did with it when run for real
 (tools/golden/serve_args.py: the CLI's parser, validate_parsed_serve_args, the API
 server's validation, AsyncEngineArgs.from_cli_args). Per row:
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -31,12 +32,20 @@ from compat.scan import release_facts
 from compat.verdict.arguments import check_arguments
 
 GOLDEN = Path(__file__).parent / "golden"
-RELEASES = ("0.17.0", "0.23.0", "0.33.0")
+RELEASES = ("0.6.2", "0.6.4", "0.7.0", "0.8.5", "0.10.0", "0.11.0", "0.11.1", "0.12.0", "0.14.1", "0.17.0", "0.23.0", "0.33.0")
 
 
 def load_golden(version: str) -> dict:
     with gzip.open(GOLDEN / f"serve-args-{version}.json.gz", "rt", encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def filled(message: str) -> str:
+    """The replay's message with each `$NAME` as the golden harness filled it in before vLLM saw
+    the argv (tools/golden/serve_args.py shell_value: a port 29550, anything else 10.0.0.1):
+    vLLM echoes the value, the replay leaves the placeholder to the shell."""
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+                  lambda m: "29550" if m.group(1).upper().endswith("PORT") else "10.0.0.1", message)
 
 
 def norm(message: str) -> str:
@@ -160,7 +169,7 @@ def test_argument_findings_agree_with_vllm(knowledge, snapshot, version: str) ->
             disagreements.append(f"vLLM rejects ({stage} {exc}: {norm(message)[:200]}), vllm-compat finds "
                                  f"{[f.status for f in findings] or 'nothing'} :: {shown}")
             continue
-        if (same_python and norm(blocked[0].message) != norm(message)) or (first.stage, first.exception) != (
+        if (same_python and norm(filled(blocked[0].message)) != norm(message)) or (first.stage, first.exception) != (
                 stage, exc):
             disagreements.append(f"message differs: vLLM {stage} {exc}: {norm(message)[:300]!r}\n"
                                  f"   vllm-compat {first.stage} {first.exception}: {norm(blocked[0].message)[:300]!r}"

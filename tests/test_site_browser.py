@@ -138,8 +138,6 @@ def test_matrix_renders(page, site):
 
 def test_entries_link_to_their_recipe_cell(page, site):
     """site.js gives each entry the id compat.emit.site.cell_id gives its cell, and a link there."""
-    import re
-
     expected = PAGES.index_entries((site / "index.html").read_text(encoding="utf-8"))
     open_page(page, site, "index.html")
     got = page.eval_on_selector_all(
@@ -151,7 +149,7 @@ def test_entries_link_to_their_recipe_cell(page, site):
         path, _, frag = href.partition("#")
         assert frag == cid
         target = (site / path).read_text(encoding="utf-8")
-        assert re.search(rf'id="{re.escape(cid)}"', target), href
+        assert cid in PAGES.pinned_cell_ids(target), href
 
 
 def test_status_filter_hides_ok_cells(page, site):
@@ -270,11 +268,13 @@ def test_off_screen_cue_counts_and_reveals(browser, site):
 
 def test_recipe_page_shows_the_reason_of_the_blocked_cell(page, site):
     open_page(page, site, f"recipes/zai-org/GLM-5.2.html#{GLM_CELL}")
-    cells = page.locator(f"section.rel[data-release='0.23.0'] td[data-cell='{GLM_CELL}']")
+    cells = page.locator(f"section.rel[data-releases~='0.23.0'] td[data-cell='{GLM_CELL}']")
     assert cells.count() == 3
     assert "hl" in cells.first.get_attribute("class").split()
     assert in_viewport(page, GLM_SEL)
-    assert "blocked" in cells.first.inner_text()
+    assert cells.first.get_attribute("class").split()[:2] == ["p", "s-blocked"]
+    symbol = cells.first.evaluate("td => getComputedStyle(td, '::before').content")
+    assert symbol == '"✗" / "blocked "'  # the status word is the symbol's text alternative
     assert "spec_decoding:mtp fix: pin_bump · works from 0.30.0" in cells.first.inner_text()
     note = page.locator(".note.hl")
     assert note.count() == 1 and note.is_visible()
@@ -287,7 +287,7 @@ def test_recipe_page_shows_the_reason_of_the_blocked_cell(page, site):
         "https://github.com/vllm-project/vllm/blob/v0.23.0/vllm/config/model.py#L1200"
     assert note.locator("a", has_text="GLM-5.2.yaml:60").get_attribute("href") == \
         "https://github.com/vllm-project/recipes/blob/main/models/zai-org/GLM-5.2.yaml#L60"
-    assert page.locator("section.rel[data-release='0.33.0']").is_hidden()
+    assert page.locator("section.rel[data-releases~='0.33.0']").is_hidden()
 
 
 def test_recipe_cells_get_permalinks(page, site):
@@ -295,7 +295,7 @@ def test_recipe_cells_get_permalinks(page, site):
     cell = page.locator(GLM_SEL)
     assert cell.get_attribute("data-cell") == GLM_CELL
     assert cell.locator("a.pl").get_attribute("href") == f"#{GLM_CELL}"
-    later = page.locator(f"section.rel[data-release='0.33.0'] td[data-cell='{GLM_CELL}'] a.pl")
+    later = page.locator(f"section.rel[data-releases~='0.33.0'] td[data-cell='{GLM_CELL}'] a.pl")
     assert later.first.get_attribute("href") == f"#release=0.33.0&cell={GLM_CELL}"
     unnamed = page.eval_on_selector_all(
         "table.recipe tbody td:not(.na)", "tds => tds.filter(td => !td.dataset.cell).length")
@@ -304,15 +304,15 @@ def test_recipe_cells_get_permalinks(page, site):
 
 def test_release_selector(page, site):
     open_page(page, site, "recipes/zai-org/GLM-5.2.html")
-    assert page.locator("section.rel[data-release='0.23.0']").is_visible()
-    assert page.locator("section.rel[data-release='0.33.0']").is_hidden()
+    assert page.locator("section.rel[data-releases~='0.23.0']").is_visible()
+    assert page.locator("section.rel[data-releases~='0.33.0']").is_hidden()
     assert page.locator("nav.releases a[aria-current]").get_attribute("data-release") == "0.23.0"
     page.click("nav.releases a[data-release='0.33.0']")
-    later = page.locator("section.rel[data-release='0.33.0']")
+    later = page.locator("section.rel[data-releases~='0.33.0']")
     later.wait_for(state="visible")
-    assert page.locator("section.rel[data-release='0.23.0']").is_hidden()
+    assert page.locator("section.rel[data-releases~='0.23.0']").is_hidden()
     cell = later.locator(f"td[data-cell='{GLM_CELL}']").first
-    assert "ok" in cell.inner_text() and "was blocked at 0.23.0" in cell.inner_text()
+    assert "s-ok" in cell.get_attribute("class") and "was blocked at 0.23.0" in cell.inner_text()
     # a release + cell permalink selects the release and highlights the cell there
     open_page(page, site, f"recipes/zai-org/GLM-5.2.html#release=0.33.0&cell={GLM_CELL}")
     assert later.is_visible()
@@ -325,6 +325,122 @@ def test_index_entry_links_to_the_recipe_cell(page, site):
     page.wait_for_selector("html[data-ready='1']")
     assert page.url.endswith(f"recipes/zai-org/GLM-5.2.html#{GLM_CELL}")
     assert page.locator(".note.hl").is_visible()
+
+
+def test_notes_show_what_they_cite_in_place(page, site):
+    """Said once, shown everywhere: each [t1]/[c1]/[k1] a note cites is replaced by its text."""
+    open_page(page, site, f"recipes/zai-org/GLM-5.2.html#{GLM_CELL}")
+    assert page.eval_on_selector_all("#notes a[href^='#']", "as => as.length") == 0
+    note = page.locator(".note.hl")
+    text = note.inner_text()
+    fixture = _module("site_fixture_db", FIXTURE)
+    for step in fixture.PP_CHAIN:
+        assert step in text
+    assert "vLLM 0.23.0 copies the target's pipeline-parallel size" in text  # the release variable
+    assert note.locator("details pre").count() == 1  # its command
+    assert page.locator("#said").is_visible()  # the one copy, for readers without scripts
+
+
+def test_notes_follow_the_release_shown(page, site):
+    """The notes are the page's: a release shows those its cells cite, their release variable
+    set to it and their evidence linked at its source."""
+    llama = "recipes/meta-llama/Llama-3.3-70B-Instruct.html"
+    blob = "https://github.com/vllm-project/vllm/blob/"
+    for release in ("0.23.0", "0.33.0"):
+        open_page(page, site, f"{llama}#release={release}")
+        assert page.locator("#notes-h").inner_text() == f"Notes for vLLM {release}"
+        cited = page.evaluate("""() => [...new Set([...document.querySelectorAll(
+            'section.rel:not([hidden]) a[href^="#note-"]')].map(a => a.getAttribute('href')
+            .slice(1)))].sort()""")
+        shown = page.eval_on_selector_all("#notes li.note:not([hidden])",
+                                          "ns => ns.map(n => n.id).sort()")
+        assert cited and cited == shown
+        hrefs = page.eval_on_selector_all(
+            "#notes li.note:not([hidden]) a[href*='/vllm-project/vllm/blob/']",
+            "as => as.map(a => a.href)")
+        assert hrefs and all(h.startswith(f"{blob}v{release}/") for h in hrefs), hrefs
+        # the cells a note holds on at this release, listed in it
+        cells = page.locator("#notes li.note:not([hidden]) .cells").first.inner_text()
+        assert " on " in cells
+
+
+def test_a_section_standing_for_several_releases(page, site):
+    """Kimi-K2.5 reads the same at 0.23.0 and 0.33.0: one table for both."""
+    kimi = "recipes/moonshotai/Kimi-K2.5.html"
+    open_page(page, site, kimi)
+    section = page.locator("section.rel[data-releases~='0.23.0']")
+    assert section.is_visible() and section.get_attribute("data-releases") == "0.23.0 0.33.0"
+    assert page.locator("nav.releases a[aria-current]").get_attribute("data-release") == "0.33.0"
+    page.click("nav.releases a[data-release='0.23.0']")
+    page.wait_for_function("location.hash === '#release=0.23.0'")
+    assert section.is_visible()
+    assert page.locator("nav.releases a[aria-current]").get_attribute("data-release") == "0.23.0"
+    pl = section.locator("td[data-cell] a.pl").first.get_attribute("href")
+    assert pl.startswith("#release=0.23.0&cell=cell-moonshotai-kimi-k2.5-")
+
+
+def test_every_blocked_cell_shows_its_hint(page, site):
+    """A section writes a note's hint at the first cell citing it; site.js shows it at all."""
+    open_page(page, site, "recipes/zai-org/GLM-5.2.html")
+    parts = page.eval_on_selector_all(
+        "section.rel:not([hidden]) .p.s-blocked",
+        "ps => ps.map(p => [...p.querySelectorAll('.cz')].map(c => c.textContent))")
+    assert parts and all(hints for hints in parts)
+    written = (site / "recipes/zai-org/GLM-5.2.html").read_text(encoding="utf-8")
+    assert written.count('<span class="cz"') < sum(len(h) for h in parts)
+
+
+def test_index_entries_sharing_a_hint_show_it(page, site):
+    """An entry with the title and hint of an earlier one in its row gets them from site.js."""
+    expected = PAGES.index_entries((site / "index.html").read_text(encoding="utf-8"))
+    shared = [cid for cid, e in expected.items() if e["same"]]
+    assert shared
+    open_page(page, site, "index.html")
+    for cid in shared:
+        got = page.eval_on_selector(f"[id='{cid}']", """li => [li.title,
+            li.querySelector('small') ? li.querySelector('small').textContent : '']""")
+        assert got == [expected[cid]["title"], expected[cid]["hint"]], cid
+
+
+@pytest.fixture(scope="module")
+def pinned_like_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from compat.emit.site import build_site
+
+    fixture_db = _module("site_fixture_db", FIXTURE)
+    tmp = tmp_path_factory.mktemp("site-pinned-like")
+    build_site(fixture_db.pinned_like(tmp / "compat.db"), tmp / "out")
+    return tmp / "out"
+
+
+def visible_rows(pg) -> list[str]:
+    return pg.eval_on_selector_all(
+        "tr.r", "trs => trs.filter(tr => !tr.hidden).map(tr => tr.dataset.release)")
+
+
+def test_a_release_narrows_the_pinned_index(page, pinned_like_site):
+    """Each recipe judged at its pin: a release of the selector is index.html narrowed to the
+    recipes pinned there, with the filters kept both ways."""
+    site = pinned_like_site
+    open_page(page, site, "index.html#release=0.23.0")
+    assert page.url.endswith("index.html#release=0.23.0")
+    rows = visible_rows(page)
+    assert rows and set(rows) == {"0.23.0"}
+    assert page.locator("nav.releases a[aria-current]").get_attribute("data-view") == "0.23.0"
+    page.select_option("select[data-key=status]", "blocked")
+    assert page.evaluate("location.hash") == "#status=blocked&release=0.23.0"
+    assert set(visible_rows(page)) == {"0.23.0"}
+    pinned = page.locator("nav.releases a[data-view='pinned']")
+    assert pinned.get_attribute("href") == "index.html#status=blocked"
+    later = page.locator("nav.releases a[data-view='0.33.0']")
+    assert later.get_attribute("href") == "index.html#status=blocked&release=0.33.0"
+    later.click()
+    page.wait_for_function("location.hash === '#status=blocked&release=0.33.0'")
+    assert set(visible_rows(page)) <= {"0.33.0"}
+    assert page.locator("select[data-key=status]").input_value() == "blocked"
+    pinned.click()
+    page.wait_for_function("location.hash === '#status=blocked'")
+    assert {"0.23.0", "0.33.0"} <= set(visible_rows(page))
+    assert page.locator("nav.releases a[aria-current]").get_attribute("data-view") == "pinned"
 
 
 def test_screenshots(wide, site):

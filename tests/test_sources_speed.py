@@ -1,6 +1,9 @@
 """What makes opening releases fast stays correct: one index answer per build, no re-hash of an
 extracted release's sdist, concurrent downloads (against the fake index of the sdist tests)."""
 
+# The fixtures imported from the sdist tests are these tests' parameters (F811 by design).
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import urllib.error
@@ -53,5 +56,8 @@ def test_trees_download_concurrently_and_errors_stay_per_release(sdist, cache):
     with one_index_answer():
         found = trees_from_index([VERSION, "1.2.3"], opener=idx, cache=cache)
     assert isinstance(found[VERSION], VllmTree) and found[VERSION].version == VERSION
-    assert isinstance(found["1.2.3"], UserError) and "not on the package index" in found["1.2.3"].message
+    assert (
+        isinstance(found["1.2.3"], UserError)
+        and "not on the package index" in found["1.2.3"].message
+    )
     assert idx.downloads == 1 and idx.index_requests == 1

@@ -7,6 +7,8 @@ the release it is judged at:
 - `fixes`: every fix the fix stage planned and judged again (compat.fix), with its causes and
   its edits, exactly as `compat overrides --apply` and `compat fix --apply` write them;
 - `no_fix`: each cause no fixer could fix, with every fixer's reason;
+- `proposals`: gates whose hidden commands start at the pin (kind `ungate`), written only by
+  `compat fix --apply DIR --only ungate`, since a gate may exist for reasons other than startup;
 - `strategy_overrides.<strategy>.unsupported_features.<feature>`: what cannot start, per
   strategy and feature (the modes when only some fail), the shape the recipes bug report
   proposes; no synthesizer reads it yet.
@@ -24,6 +26,7 @@ from typing import Any
 import jsonschema
 
 from compat.errors import UserError
+from compat.fix import OPT_IN
 from compat.fix.edits import Edit
 from compat.resources import schema_dir
 from compat.store import open_store
@@ -66,6 +69,7 @@ class RecipeOverrides:
     unsupported: list[Unsupported] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
     no_fix: dict[str, str] = field(default_factory=dict)  # cause label -> why
+    proposals: list[Fix] = field(default_factory=list)  # opt-in kinds (ungate)
 
 
 @dataclass
@@ -95,7 +99,7 @@ def generate_overrides(db_path: Path | str) -> OverridesDoc:
     doc = OverridesDoc(recipes={}, source=Path(db_path).name)
     for recipe in sorted(by_recipe):
         ro = _recipe(recipe, by_recipe[recipe], causes_of.get(recipe, []))
-        if ro.unsupported or ro.fixes or ro.no_fix:
+        if ro.unsupported or ro.fixes or ro.no_fix or ro.proposals:
             doc.recipes[recipe] = ro
     return doc
 
@@ -114,7 +118,8 @@ def _recipe(recipe: str, rows: list[VerdictRow], causes: list[CauseRow]) -> Reci
         fixes[key] = Fix(
             c.fix_kind, c.fix, (*(f.causes if f else ()), c.label), tuple(c.edits()), c.works_from
         )
-    ro.fixes = [f for f in fixes.values() if f.edits]
+    ro.fixes = [f for f in fixes.values() if f.edits and f.kind not in OPT_IN]
+    ro.proposals = [f for f in fixes.values() if f.edits and f.kind in OPT_IN]
     return ro
 
 
@@ -196,19 +201,22 @@ def _recipe_dict(ro: RecipeOverrides) -> dict[str, Any]:
             ] = entry
         out["strategy_overrides"] = so
     if ro.fixes:
-        out["fixes"] = [
-            {
-                "kind": f.kind,
-                "fix": f.summary,
-                "causes": list(f.causes),
-                "works_from": f.works_from or None,
-                "edits": [_edit_dict(e) for e in f.edits],
-            }
-            for f in ro.fixes
-        ]
+        out["fixes"] = [_fix_dict(f) for f in ro.fixes]
     if ro.no_fix:
         out["no_fix"] = dict(ro.no_fix)
+    if ro.proposals:
+        out["proposals"] = [_fix_dict(f) for f in ro.proposals]
     return out
+
+
+def _fix_dict(f: Fix) -> dict[str, Any]:
+    return {
+        "kind": f.kind,
+        "fix": f.summary,
+        "causes": list(f.causes),
+        "works_from": f.works_from or None,
+        "edits": [_edit_dict(e) for e in f.edits],
+    }
 
 
 def edits_of(entry: dict[str, Any]) -> list[Edit]:
@@ -272,6 +280,8 @@ HEADER = """\
 #   fixes: what the fix stage planned and judged again; `compat overrides --apply DIR` (or
 #     `compat fix --apply DIR`) writes exactly these edits into the recipe files.
 #   no_fix: causes no fixer could fix, with each fixer's reason.
+#   proposals: gates whose hidden commands start at the pin (ungate); a gate may exist for
+#     reasons other than startup, so only `compat fix --apply DIR --only ungate` writes them.
 #   strategy_overrides.<strategy>.unsupported_features: what cannot start (the shape proposed
 #     in the recipes bug report; today's synthesizer does not read it), for information."""
 
@@ -296,18 +306,25 @@ def render_yaml(doc: OverridesDoc) -> str:
                         f"          {k}: {_flow(v) if k == 'modes' else _s(v)}"
                         for k, v in u.items()
                     ]
-        if "fixes" in d:
-            out.append("  fixes:")
-            for f in d["fixes"]:
-                out += [
-                    f"    - kind: {_s(f['kind'])}",
-                    f"      fix: {_s(f['fix'])}",
-                    f"      causes: {_flow(f['causes'])}",
-                    f"      works_from: {_s(f['works_from'])}",
-                    "      edits:",
-                ]
-                out += [f"        - {json.dumps(e, ensure_ascii=False)}" for e in f["edits"]]
+        out += _fix_lines("fixes", d)
         if "no_fix" in d:
             out.append("  no_fix:")
             out += [f"    {_s(label)}: {_s(why)}" for label, why in d["no_fix"].items()]
+        out += _fix_lines("proposals", d)
     return "\n".join(out) + "\n"
+
+
+def _fix_lines(key: str, d: dict[str, Any]) -> list[str]:
+    if key not in d:
+        return []
+    out = [f"  {key}:"]
+    for f in d[key]:
+        out += [
+            f"    - kind: {_s(f['kind'])}",
+            f"      fix: {_s(f['fix'])}",
+            f"      causes: {_flow(f['causes'])}",
+            f"      works_from: {_s(f['works_from'])}",
+            "      edits:",
+        ]
+        out += [f"        - {json.dumps(e, ensure_ascii=False)}" for e in f["edits"]]
+    return out

@@ -6,15 +6,18 @@ verdict_cause; argv in command; release) and decides nothing, so it cannot disag
 checkout) and from any static host: no server, no CDN, relative links only, classic
 scripts (module scripts are blocked on file://).
 
-Pages hold every status, cause and fix as text. The small script in site/static adds
+Pages hold every status, reason, cause and fix as text. The small script in site/static adds
 filters, permalinks, the link from each index entry to its recipe cell and the "blocked
 off-screen" cue; it computes per-cell ids and links from the row and column a cell sits
 in, because writing them into every cell is what made the pages heavy. The budget
-(BUDGET_*, issue 12) holds for the full snapshot at two releases.
+(BUDGET_*, issues 12 and 18) holds for the full snapshot at two releases and at each
+recipe's pin: what repeats across variants, hardware and releases (a finding, its chain, a
+command, a cause, a cell's hint) is written once per page and cited (see SaidOnce).
 
 Written: index.html (each recipe at the release it pins), index-<release>.html (every
-recipe judged at that release), recipes/<provider>/<name>.html (every variant and
-release; notes with reason, vLLM error, evidence, cause and fix), verdicts.json and
+recipe judged at that release), recipes/<provider>/<name>.html (a table per release, those
+that read the same sharing one, a row group per variant; the page's notes with reason, vLLM
+error, evidence, cause and fix, site.js showing what they cite in place), verdicts.json and
 compat.db.gz (see site_data), metadata.yaml for Datasette. The output directory is
 replaced whole: the site is built next to it and swapped in, so a failed build leaves
 the previous site as it was.
@@ -44,6 +47,7 @@ from markupsafe import Markup, escape
 from compat.chains import FOLLOWER_ROLE, shown_steps
 from compat.emit.site_data import ship_database, targets_of, verdicts_document, write_verdicts
 from compat.errors import UserError
+from compat.recipes.sizing import PD_ROLES
 from compat.recipes.synthesis import command_line
 from compat.resources import site_dir
 from compat.store import Store, open_store
@@ -63,9 +67,10 @@ MEANINGS = {
 }
 MARKER = ".compat-site"  # marks a directory this module built, so it may be replaced
 
-# The budget for the full recipes snapshot at two releases (issue 12).
+# The budget for the full recipes snapshot, judged at two releases or each recipe at its pin
+# (issues 12 and 18).
 BUDGET_PAGES_AND_JSON = 5_000_000  # bytes of every .html and .json file together
-BUDGET_INDEX_PAGE = 300_000  # bytes of one index page
+BUDGET_PAGE = 300_000  # bytes of any one page, index or recipe
 
 #: The verdict columns the pages read.
 _ROW_KEYS = (
@@ -94,6 +99,7 @@ _ROW_KEYS = (
     "command_id",
     "cause_kind",
     "cause",
+    "source",
 )
 TEXT_COLUMNS = {
     "platform",
@@ -111,11 +117,11 @@ TEXT_COLUMNS = {
     "profiles",
     "cause",
     "cause_kind",
+    "source",
 }  # NULL reads as ''
 
 _STRATEGY_SHAPES = ("tp", "tep", "dep", "tp_dp", "tp_pp")
 _RELEASE_RE = re.compile(r"^\d+(\.\d+)+((a|b|rc)\d+)?(\.post\d+)?$")
-SHOWN_COMMANDS = 1  # per note; every command is in compat.db.gz (table command)
 FINDING_CLIP = 80  # characters of a cause's finding in an index row's cause list
 ENTRY_REASON_CLIP = 100  # characters of a reason in an index entry's title (no cause found)
 CAUSE_FIX_CLIP = 100  # characters of a fix (or why there is none) in an index row's cause list
@@ -128,15 +134,16 @@ class SiteReport:
     bytes: int  # everything written
     seconds: float
     pages_and_json_bytes: int = 0  # what BUDGET_PAGES_AND_JSON bounds
-    largest_index_bytes: int = 0  # what BUDGET_INDEX_PAGE bounds
+    largest_page_bytes: int = 0  # what BUDGET_PAGE bounds
+    largest_page: str = ""  # its path in the site
     database_bytes: int = 0  # compat.db.gz
 
     def summary(self) -> str:
         return (
             f"{self.pages} pages + verdicts.json {self.pages_and_json_bytes / 1e6:.2f} MB "
-            f"(largest index page {self.largest_index_bytes / 1e3:.0f} kB), compat.db.gz "
-            f"{self.database_bytes / 1e6:.1f} MB; {self.bytes / 1e6:.1f} MB written in "
-            f"{self.seconds:.1f}s"
+            f"(largest page {self.largest_page_bytes / 1e3:.0f} kB, {self.largest_page}), "
+            f"compat.db.gz {self.database_bytes / 1e6:.1f} MB; {self.bytes / 1e6:.1f} MB "
+            f"written in {self.seconds:.1f}s"
         )
 
 
@@ -163,19 +170,14 @@ def build_site(db_path: Path, out_dir: Path, recipes_url: str = RECIPES_BLOB) ->
         for p in out_dir.rglob("*")
         if p.is_file()
     }
+    largest = max(((n, p) for p, n in sizes.items() if p.endswith(".html")), default=(0, ""))
     return SiteReport(
         pages=pages,
         bytes=sum(sizes.values()),
         seconds=round(time.perf_counter() - started, 3),
         pages_and_json_bytes=sum(n for p, n in sizes.items() if p.endswith((".html", ".json"))),
-        largest_index_bytes=max(
-            (
-                n
-                for p, n in sizes.items()
-                if "/" not in p and p.startswith("index") and p.endswith(".html")
-            ),
-            default=0,
-        ),
+        largest_page_bytes=largest[0],
+        largest_page=largest[1],
         database_bytes=sizes.get("compat.db.gz", 0),
     )
 
@@ -537,6 +539,23 @@ class Entry:
     gated: bool
     title: str  # blocked and warning entries: what, where, cause, fix, works from
     hint: str  # blocked entries: the fix kind and the first working release, shown
+    same: int = 0  # n > 0: title and hint are the row's n-th (see `_said_once_per_row`)
+
+
+def _said_once_per_row(cells: dict[str, list[Entry]], strategies: list[str]) -> None:
+    """A row's entries with the title and hint of an earlier entry say so (`same`: the n-th
+    distinct title and hint of the row, in page order) instead of repeating them; site.js
+    copies them over. A row's blocked entries mostly share one cause."""
+    seen: dict[tuple[str, str], int] = {}
+    for strategy in strategies:
+        for e in cells.get(strategy, ()):
+            key = (e.title, e.hint)
+            if key == ("", ""):
+                continue
+            if key in seen:
+                e.same = seen[key]
+            else:
+                seen[key] = len(seen) + 1
 
 
 @dataclass
@@ -557,6 +576,7 @@ class IndexRow:
     ref: RecipeRef
     model_id: str
     releases: str
+    pin: str  # the pinned view's one release of the row ('' for several), a release view narrows to
     search: str  # the model ids the row does not show; site.js adds provider, name and model
     cells: dict[str, list[Entry]]
     counts: Counter[str]
@@ -574,10 +594,15 @@ class IndexView:
     page: str
     label: str
     recipes: int
+    narrows: bool = False  # index.html narrowed to the recipes pinned here: no page of its own
+
+    @property
+    def href(self) -> str:
+        return f"{index_page(PINNED_VIEW)}#release={self.key}" if self.narrows else self.page
 
 
 def _entry(
-    strategy: str, feature: str, mode: str, rows: list[dict[str, Any]], causes: dict[int, CauseView]
+    feature: str, mode: str, rows: list[dict[str, Any]], causes: dict[int, CauseView]
 ) -> Entry:
     status = _worst(r["status"] for r in rows)
     decisive = [r for r in rows if r["status"] == status]
@@ -707,41 +732,53 @@ def _fm_order(rows: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
     return order
 
 
-def _index_views(rows: list[dict[str, Any]]) -> list[IndexView]:
-    """The pinned view, then one view per release judged, when more than one release is."""
-    recipes_at: dict[str, set[str]] = defaultdict(set)
+def _index_views(
+    rows: list[dict[str, Any]], pinned: dict[str, list[dict[str, Any]]]
+) -> list[IndexView]:
+    """The pinned view, then one view per release judged, when more than one release is.
+
+    `pinned`: each recipe's rows the pinned view shows. A release view that shows the same
+    rows as the pinned view of the recipes pinned there (every release of a build judging
+    each recipe at its pin) narrows index.html to them instead of repeating them in a page.
+    """
+    at: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
     for r in rows:
         if r["judged"]:
-            recipes_at[r["vllm_version"]].add(r["recipe"])
-    views = [
-        IndexView(
-            PINNED_VIEW,
-            index_page(PINNED_VIEW),
-            "each recipe's pin",
-            len({r["recipe"] for r in rows}),
-        )
-    ]
-    if len(recipes_at) > 1:
-        views += [
-            IndexView(v, index_page(v), v, len(recipes_at[v]))
-            for v in sorted(recipes_at, key=release_key)
-        ]
+            at[r["vllm_version"]][r["recipe"]].add(r["id"])
+    pin = {path: _pin_of(shown) for path, shown in pinned.items()}
+    views = [IndexView(PINNED_VIEW, index_page(PINNED_VIEW), "each recipe's pin", len(pinned))]
+    if len(at) > 1:
+        for v in sorted(at, key=release_key):
+            narrows = {p for p, release in pin.items() if release == v} == set(at[v]) and all(
+                ids == {r["id"] for r in pinned[p]} for p, ids in at[v].items()
+            )
+            views.append(IndexView(v, index_page(v), v, len(at[v]), narrows))
     return views
+
+
+def _pin_of(shown: list[dict[str, Any]]) -> str:
+    """The release the pinned view shows a recipe at, '' when it shows several."""
+    versions = {r["vllm_version"] for r in shown}
+    return versions.pop() if len(versions) == 1 else ""
 
 
 def _index_model(
     view: IndexView,
     by_recipe: dict[str, list[dict[str, Any]]],
+    pinned: dict[str, tuple[list[dict[str, Any]], str]],
     strategies: list[str],
     fm_order: dict[tuple[str, str], int],
     causes: dict[int, CauseView],
 ) -> dict[str, Any]:
+    """An index view: its rows by provider, and only the strategies (columns) and feature modes
+    (filter options) it shows, so a release judged for a few recipes is a small page."""
     providers: dict[str, list[IndexRow]] = defaultdict(list)
     counts: Counter[str] = Counter()
+    seen: set[tuple[str, str, str]] = set()
     for path, rows in by_recipe.items():
         ref = RecipeRef.of(path)
         if view.key == PINNED_VIEW:
-            shown, releases = _pinned_rows(rows)
+            shown, releases = pinned[path]
         else:
             shown = [r for r in rows if r["vllm_version"] == view.key and r["judged"]]
             releases = "pinned at this release" if any(r["pinned"] for r in shown) else ""
@@ -750,98 +787,229 @@ def _index_model(
         groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for r in shown:
             groups[(r["strategy"], r["feature"], r["mode"])].append(r)
+        seen.update(groups)
         cells: dict[str, list[Entry]] = defaultdict(list)
         row_counts: Counter[str] = Counter()
         for strategy, feature, mode in sorted(groups, key=lambda k: fm_order[(k[1], k[2])]):
-            e = _entry(strategy, feature, mode, groups[(strategy, feature, mode)], causes)
+            e = _entry(feature, mode, groups[(strategy, feature, mode)], causes)
             cells[strategy].append(e)
             row_counts[e.status] += 1
         counts.update(row_counts)
+        _said_once_per_row(cells, strategies)
         model_ids = sorted({r["model_id"] for r in rows if r["model_id"]})
         providers[ref.provider].append(
             IndexRow(
                 ref=ref,
                 model_id=rows[0]["model_id"],
                 releases=releases,
+                pin=_pin_of(shown) if view.key == PINNED_VIEW else "",
                 search=" ".join(m for m in model_ids if m != rows[0]["model_id"]).lower(),
                 cells=dict(cells),
                 counts=row_counts,
                 causes=_row_causes(shown, causes),
             )
         )
-    ordered = sorted(fm_order, key=fm_order.__getitem__)
-    feature_options = [("base", "base command")]
-    for f in dict.fromkeys(feature for feature, _ in ordered if feature):
-        feature_options.append((f, f))
-        feature_options += [
-            (fm_label(f, m), f"  {fm_label(f, m)}") for ff, m in ordered if ff == f and m
-        ]
+    shown_strategies = {strategy for strategy, _, _ in seen}
     return {
         "view": view,
         "providers": [
             (p, sorted(rs, key=lambda r: r.ref.name.lower()))
             for p, rs in sorted(providers.items(), key=lambda kv: kv[0].lower())
         ],
-        "strategies": strategies,
+        "strategies": [s for s in strategies if s in shown_strategies],
         "counts": counts,
         "total": sum(counts.values()),
-        "feature_options": feature_options,
+        "feature_options": _feature_options(fm_order, {(f, m) for _, f, m in seen}),
     }
+
+
+def _feature_options(
+    fm_order: dict[tuple[str, str], int], shown: set[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The feature filter's options: base, then each feature and its modes, as the recipes
+    list them; only those the view shows."""
+    ordered = [fm for fm in sorted(fm_order, key=fm_order.__getitem__) if fm in shown]
+    options = [("base", "base command")]
+    for f in dict.fromkeys(feature for feature, _ in ordered if feature):
+        options.append((f, f))
+        options += [(fm_label(f, m), f"  {fm_label(f, m)}") for ff, m in ordered if ff == f and m]
+    return options
 
 
 # ---------------------------------------------------------------------------- recipe model
 
+# A chain step or reason: "[blocked] prefill worker 1: <finding>"; the status and node role stay
+# in the note, the finding is said once per page.
+_ROLE = "|".join(PD_ROLES)
+_STEP_PARTS = re.compile(
+    rf"^(?:\[(\w+)\] )?((?:(?:{_ROLE})(?: worker \d+)?|worker \d+): )?(.*)$", re.DOTALL
+)
+#: Where a said text named the release it was judged at ("flag --nnodes does not exist in
+#: vLLM 0.11.0"): the page shows it as a variable, the release of the note's line.
+RELEASE_MARK = "\x00"
+
+
+def unversioned(text: str, version: str) -> str:
+    """`text` with "vLLM <version>" written "vLLM <RELEASE_MARK>", so that a finding said at
+    several releases is one text."""
+    if version not in text:
+        return text
+    return re.sub(rf"vLLM {re.escape(version)}(?!\w|\.\d)", f"vLLM {RELEASE_MARK}", text)
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A text as a note cites it: the status and node role it writes itself, and the id of the
+    page's one copy of the rest."""
+
+    status: str
+    role: str
+    ref: str
+
+    @property
+    def prefix(self) -> str:
+        return (f"[{self.status}] " if self.status else "") + self.role
+
+
+def pools_together(steps: list[Cited]) -> list[Cited]:
+    """A PD deployment's chain with its pools said together where they say the same: "[note]
+    prefill, decode: X" for "[note] prefill: X" ... "[note] decode: X"."""
+    roles = [f"{role}: " for role in PD_ROLES]
+    if not steps or any(c.role not in roles for c in steps):
+        return steps
+    said = {tuple((c.status, c.ref) for c in steps if c.role == role) for role in roles}
+    if len(said) != 1:
+        return steps
+    both = ", ".join(PD_ROLES) + ": "
+    return [Cited(status, both, ref) for status, ref in said.pop()]
+
+
+@dataclass(frozen=True)
+class CauseEntry:
+    """A cause as the page says it once: id, the cause, and its recipe line."""
+
+    id: str
+    cause: CauseView
+    link: Link
+
+
+class SaidOnce:
+    """The long texts of one recipe page (findings, vLLM errors, commands, causes with their fix),
+    each written once at the foot of the page.
+
+    A finding repeats across variants, hardware and releases: a model config unresolved at
+    the pin is unresolved at each of the 22 releases judged after it, and a follower node's
+    steps are its lead's. Written into each note, that made pages of 666 kB. Notes cite the
+    texts by id; site.js shows each in place, and without scripts a citation links to it.
+    """
+
+    def __init__(self, recipe: str, recipes_url: str) -> None:
+        self.recipe, self.recipes_url = recipe, recipes_url
+        self.texts: dict[str, str] = {}  # text -> id, in first-cited order
+        self.commands: dict[str, str] = {}
+        self.causes: dict[CauseView, CauseEntry] = {}
+
+    def text(self, text: str) -> str:
+        """The id of `text` (its release written as RELEASE_MARK, see `unversioned`)."""
+        return self.texts.setdefault(text, f"t{len(self.texts) + 1}")
+
+    def step(self, step: str) -> Cited:
+        m = _STEP_PARTS.match(step)
+        assert m is not None  # the pattern matches any text
+        return Cited(m[1] or "", m[2] or "", self.text(m[3]))
+
+    def command(self, shell: str) -> str:
+        return self.commands.setdefault(shell, f"c{len(self.commands) + 1}")
+
+    def cause(self, cause: CauseView) -> CauseEntry:
+        entry = self.causes.get(cause)
+        if entry is None:
+            link = recipe_line_link(self.recipe, cause.line, self.recipes_url)
+            entry = self.causes[cause] = CauseEntry(f"k{len(self.causes) + 1}", cause, link)
+        return entry
+
+
+@dataclass
+class Occurrence:
+    """Where a note holds at one release: the hardware (its cells are those citing it, which
+    site.js lists in the note)."""
+
+    applies: list[tuple[str, str, str]] = field(default_factory=list)  # (variant, platform, hw)
+    applies_text: str = ""  # set once the release's hardware per variant is known
+
 
 @dataclass
 class Note:
-    """One finding at one release, shared by every cell whose rows say the same thing."""
+    """One outcome, shared by every cell of the page whose rows say the same thing, at every
+    release they say it; its long texts are the page's (SaidOnce), cited by id."""
 
     n: int
     status: str
-    combos: list[tuple[str, str]]  # (feature mode label, strategy)
-    applies: list[tuple[str, str, str]]  # (variant, platform, hardware)
-    reason: str
-    chain: list[str]
-    message: str
+    reason: Cited | None
+    chain: list[Cited]  # empty when the chain says no more than the reason
+    message: str  # id of the vLLM error, '' without one
     evidence: list[Link]
     works_from: str
     gated: bool
-    causes: list[CauseView]
-    cause_links: list[Link]  # each cause's recipe line
-    commands: list[str]  # the first SHOWN_COMMANDS, as shell lines
+    causes: list[CauseEntry]
+    command: str  # id of the first command (the head node's), '' without one
     command_keys: set[Any] = field(default_factory=set)
-
-    @property
-    def heading(self) -> str:
-        """ "spec_decoding:mtp on multi_node_tp_pp", or pairs when the combos are no product."""
-        labels = list(dict.fromkeys(label for label, _ in self.combos))
-        strategies = list(dict.fromkeys(strategy for _, strategy in self.combos))
-        if len(self.combos) == len(labels) * len(strategies):
-            return f"{', '.join(labels)} on {', '.join(strategies)}"
-        return "; ".join(f"{label} on {strategy}" for label, strategy in self.combos)
-
-    @property
-    def applies_text(self) -> str:
-        """ "variant default (cuda: b200, h100; rocm); variant nvfp4 (cuda: b200)"."""
-        by_variant: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for variant, platform, hardware in self.applies:
-            by_variant[variant].append((platform, hardware))
-        return "; ".join(
-            f"variant {v or '(none)'} ({targets_text(t)})" for v, t in by_variant.items()
-        )
+    at: dict[str, Occurrence] = field(default_factory=dict)  # release -> where it holds
+    places: list[tuple[str, str]] = field(default_factory=list)  # (releases, hardware)
 
     @property
     def more_commands(self) -> int:
-        return len(self.command_keys) - len(self.commands)
+        return len(self.command_keys) - bool(self.command)
+
+
+def applies_text(
+    applies: Iterable[tuple[str, str, str]], hardware: dict[str, set[tuple[str, str]]]
+) -> str:
+    """ "variant default (all its hardware); variant nvfp4 (cuda: b200)": `hardware` is what each
+    variant is judged on at the release."""
+    by_variant: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for variant, platform, profile in applies:
+        by_variant[variant].append((platform, profile))
+    parts = []
+    for variant, targets in by_variant.items():
+        every = set(targets) == hardware.get(variant) and len(set(targets)) > 1
+        where = "all its hardware" if every else targets_text(targets)
+        parts.append(f"variant {variant or '(none)'} ({where})")
+    return "; ".join(parts)
+
+
+def release_runs(versions: list[str], order: list[str]) -> str:
+    """ "0.11.0, 0.17.0–0.28.0": `versions` as runs over `order` (the page's releases); three or
+    more in a row read as a range."""
+    index = {v: i for i, v in enumerate(order)}
+    runs: list[list[str]] = []
+    for v in sorted(versions, key=index.__getitem__):
+        if runs and index[runs[-1][-1]] == index[v] - 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 2 else ", ".join(run) for run in runs)
+
+
+def _places(note: Note, order: list[str]) -> list[tuple[str, str]]:
+    """A note's releases grouped by the hardware it holds on there."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for version, occ in note.at.items():
+        groups[occ.applies_text].append(version)
+    return [(release_runs(vs, order), hardware) for hardware, vs in groups.items()]
 
 
 @dataclass(frozen=True)
 class Hint:
-    """What a blocked part of a cell says next to its status: cause, fix, first working release."""
+    """What a blocked part of a cell says next to its status: cause, fix, first working release.
+
+    It is its notes' (`notes`), and a section writes it at the first cell citing them; site.js
+    shows it at the others."""
 
     cause: str
     fix: str
     works_from: str
+    notes: tuple[int, ...] = ()
 
 
 @dataclass
@@ -858,56 +1026,108 @@ class Part:
 class Cell:
     status: str
     parts: list[Part]
-    was: str = ""  # the status at the default release, when it differs
-    anchor: str = ""  # the permalink id, on the first occurrence at the default release
+    was: str = ""  # the status at the default release, when it differs and the page does not say
 
 
 @dataclass
-class VariantTable:
+class VariantRows:
+    """One variant's rows of a release's table."""
+
+    name: str
+    label: str
+    targets: str  # '' when the variant is judged on all the hardware the page lists for it
+    pinned: bool
+    rows: list[tuple[str, list[Cell | None]]]  # (feature mode label, cells by strategy)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A variant as the page lists it once: model ids and the hardware it is judged on."""
+
     name: str
     label: str
     model_ids: list[str]
     targets: str
-    pinned: bool
-    rows: list[tuple[str, str, list[Cell | None]]]  # (label, fm slug, cells by strategy)
 
 
 @dataclass
 class ReleaseSection:
-    version: str
+    """The table of one release, or of several whose tables read the same."""
+
+    versions: list[str]
     pinned: bool
     is_default: bool
     partial: bool  # only combinations blocked at the pin were judged again here
-    ref: str | None
     strategies: list[tuple[str, str]]  # (strategy, slug)
-    variants: list[VariantTable]
-    notes: list[Note]
+    variants: list[VariantRows]
     counts: Counter[str] = field(default_factory=Counter)
+    label: str = ""  # its releases, as release_runs says them
+
+    def reads_like(self, other: ReleaseSection) -> bool:
+        return (self.pinned, self.partial, self.strategies, self.variants, self.counts) == (
+            other.pinned,
+            other.partial,
+            other.strategies,
+            other.variants,
+            other.counts,
+        )
+
+
+def merged_sections(sections: list[ReleaseSection], order: list[str]) -> list[ReleaseSection]:
+    """Releases whose tables read the same as one section: a pinned build judges the releases
+    after a pin only where the pin is blocked, and those cells often stay as they are for
+    many releases. Notes are the page's, so the same cells cite the same notes."""
+    merged: list[ReleaseSection] = []
+    for section in sections:
+        same = next((m for m in merged if m.reads_like(section)), None)
+        if same is None:
+            merged.append(section)
+        else:
+            same.versions += section.versions
+            same.is_default = same.is_default or section.is_default
+    for section in merged:
+        section.label = release_runs(section.versions, order)
+    return merged
+
+
+@dataclass(frozen=True)
+class _RowTexts:
+    """A row's texts as its note says them: release-free (see `unversioned`)."""
+
+    reason: str
+    message: str
+    chain: tuple[str, ...]
 
 
 class _NoteBook:
-    """The notes of one release section, numbered in the order cells first cite them."""
+    """The notes of one recipe page, numbered in the order cells first cite them.
 
-    def __init__(self, data: SiteData, ref: str | None, recipes_url: str) -> None:
-        self.data, self.ref, self.recipes_url = data, ref, recipes_url
+    An outcome said the same way at several releases (its texts naming the release as a
+    variable) is one note, listing where it holds at each. Its evidence links point at the
+    source of the first of them, and site.js points them at the release shown."""
+
+    def __init__(self, data: SiteData, said: SaidOnce) -> None:
+        self.data, self.said = data, said
         self.by_key: dict[tuple, Note] = {}
 
     @property
     def notes(self) -> list[Note]:
         return list(self.by_key.values())
 
-    def cite(self, rows: list[dict[str, Any]]) -> list[Note]:
+    def cite(self, rows: list[dict[str, Any]], version: str, ref: str | None) -> list[Note]:
         cited: list[Note] = []
         for r in rows:
             if r["status"] == "ok":
                 continue
-            chain = tuple(shown_steps(r["chain"]))
+            texts = _RowTexts(
+                unversioned(r["reason"], version),
+                unversioned(r["message"], version),
+                tuple(unversioned(step, version) for step in shown_steps(r["chain"])),
+            )
             key = (
                 r["status"],
-                r["message"],
-                r["reason"],
+                texts,
                 r["evidence"],
-                chain,
                 r["works_from"],
                 bool(r["gated"]),
                 r["causes"],
@@ -915,47 +1135,51 @@ class _NoteBook:
             )
             note = self.by_key.get(key)
             if note is None:
-                found = _causes_of(r, self.data.causes)
-                note = self.by_key[key] = Note(
-                    n=len(self.by_key) + 1,
-                    status=r["status"],
-                    combos=[],
-                    applies=[],
-                    reason=r["reason"],
-                    chain=list(chain),
-                    message=r["message"],
-                    evidence=evidence_links(r["evidence"], self.ref),
-                    works_from=r["works_from"],
-                    gated=bool(r["gated"]),
-                    causes=found,
-                    cause_links=[
-                        recipe_line_link(r["recipe"], c.line, self.recipes_url) for c in found
-                    ],
-                    commands=[],
-                )
-            combo = (fm_label(r["feature"], r["mode"]), strategy_label(r["strategy"]))
-            if combo not in note.combos:
-                note.combos.append(combo)
+                note = self.by_key[key] = self._note(r, texts, evidence_links(r["evidence"], ref))
+            occ = note.at.setdefault(version, Occurrence())
             for platform, hardware in targets_of(r):
-                if (r["variant"], platform, hardware) not in note.applies:
-                    note.applies.append((r["variant"], platform, hardware))
+                if (r["variant"], platform, hardware) not in occ.applies:
+                    occ.applies.append((r["variant"], platform, hardware))
             self._add_command(note, r)
             if note not in cited:
                 cited.append(note)
         return cited
+
+    def _note(self, r: dict[str, Any], texts: _RowTexts, evidence: list[Link]) -> Note:
+        said = self.said
+        reason = said.step(texts.reason) if texts.reason else None
+        steps = pools_together([said.step(s) for s in texts.chain])
+        if reason and len(steps) == 1 and steps[0] == Cited(r["status"], reason.role, reason.ref):
+            steps = []  # the chain is the reason
+        return Note(
+            n=len(self.by_key) + 1,
+            status=r["status"],
+            reason=reason,
+            chain=steps,
+            message=said.text(texts.message) if texts.message else "",
+            evidence=evidence,
+            works_from=r["works_from"],
+            gated=bool(r["gated"]),
+            causes=[said.cause(c) for c in _causes_of(r, self.data.causes)],
+            command="",
+        )
 
     def _add_command(self, note: Note, r: dict[str, Any]) -> None:
         key = r["argv"] or r["command_id"]
         if key in note.command_keys or not key:
             return
         note.command_keys.add(key)
-        if len(note.commands) < SHOWN_COMMANDS:
+        if not note.command:
             raw = r["argv"] or self.data.commands.get(r["command_id"], "")
             if raw:
-                note.commands.append(_command(raw))
+                note.command = self.said.command(_command(raw))
 
 
-def _cell(rows: list[dict[str, Any]], book: _NoteBook) -> Cell:
+def _cell(
+    rows: list[dict[str, Any]], book: _NoteBook, version: str, ref: str | None, hinted: set[int]
+) -> Cell:
+    """A cell: a part per status, worst first. `hinted`: the notes whose hint the section has
+    written already."""
     by_status: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_status[r["status"]].append(r)
@@ -965,20 +1189,51 @@ def _cell(rows: list[dict[str, Any]], book: _NoteBook) -> Cell:
         where = (
             targets_text(t for r in by_status[s] for t in targets_of(r)) if len(order) > 1 else ""
         )
-        notes = book.cite(by_status[s])
-        hints: list[Hint] = []
-        if s == "blocked":
-            for note in notes:
-                cause = note.causes[0] if note.causes else None
-                hint = Hint(
-                    cause=cause.label if cause else "",
-                    fix="gated" if note.gated else cause.fix_short if cause else "",
-                    works_from=note.works_from,
-                )
-                if hint not in hints:
-                    hints.append(hint)
+        notes = book.cite(by_status[s], version, ref)
+        hints = _hints([n for n in notes if n.n not in hinted]) if s == "blocked" else []
+        hinted.update(n for h in hints for n in h.notes)
         parts.append(Part(status=s, where=where, notes=[n.n for n in notes], hints=hints))
     return Cell(status=order[0], parts=parts)
+
+
+def _hints(notes: list[Note]) -> list[Hint]:
+    """The hints of blocked notes, each said once with the notes it stands for."""
+    by_text: dict[tuple[str, str, str], list[int]] = {}
+    for note in notes:
+        cause = note.causes[0].cause if note.causes else None
+        text = (
+            cause.label if cause else "",
+            "gated" if note.gated else cause.fix_short if cause else "",
+            note.works_from,
+        )
+        if any(text):
+            by_text.setdefault(text, []).append(note.n)
+    return [Hint(*text, notes=tuple(ns)) for text, ns in by_text.items()]
+
+
+@dataclass
+class _RecipePage:
+    """What every release section of one recipe page shares."""
+
+    ref: RecipeRef
+    fm_order: dict[tuple[str, str], int]
+    book: _NoteBook
+    default: str
+    baseline: dict[tuple[str, ...], str]  # combination -> status at the default release
+    variant_order: dict[str, int]
+    variant_targets: dict[str, str]  # variant -> its hardware over every release, as text
+    commits: dict[str, str]
+
+
+def _default_release(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The release a recipe page opens at: the one most rows pin (the lowest of a tie), else the
+    newest; and the pinned releases."""
+    pinned = Counter(r["vllm_version"] for r in rows if r["pinned"])
+    if not pinned:
+        return max((r["vllm_version"] for r in rows), key=release_key), []
+    top = max(pinned.values())
+    default = min((v for v, n in pinned.items() if n == top), key=release_key)
+    return default, sorted(pinned, key=release_key)
 
 
 def _recipe_model(
@@ -988,94 +1243,140 @@ def _recipe_model(
     fm_order: dict[tuple[str, str], int],
     recipes_url: str,
 ) -> dict[str, Any]:
-    versions = sorted({r["vllm_version"] for r in rows}, key=release_key)
-    pinned_versions = Counter(r["vllm_version"] for r in rows if r["pinned"])
-    judged_versions = {r["vllm_version"] for r in rows if r["judged"]}
-    if pinned_versions:  # the release most rows pin; the lowest of a tie
-        top = max(pinned_versions.values())
-        default = min((v for v, n in pinned_versions.items() if n == top), key=release_key)
-    else:
-        default = versions[-1]
-    variant_order: dict[str, int] = {}
-    for r in rows:
-        variant_order.setdefault(r["variant"], len(variant_order))
+    default, pinned = _default_release(rows)
     by_version: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_version[r["vllm_version"]].append(r)
-    baseline = {_combo(r): r["status"] for r in by_version[default]}
-    sections = []
-    anchored: set[str] = set()
-    for version in versions:
-        at = by_version[version]
-        ref_name = git_ref(version, data.commits.get(version, ""))
-        strategies = sorted({r["strategy"] for r in at}, key=_strategy_key)
-        book = _NoteBook(data, ref_name, recipes_url)
-        counts: Counter[str] = Counter()
-        by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in at:
-            by_variant[r["variant"]].append(r)
-        tables = []
-        for variant in sorted(by_variant, key=variant_order.__getitem__):
-            vrows = by_variant[variant]
-            grid: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
-                lambda: defaultdict(list)
-            )
-            for r in vrows:
-                grid[(r["feature"], r["mode"])][r["strategy"]].append(r)
-            table_rows = []
-            for feature, mode in sorted(grid, key=fm_order.__getitem__):
-                cells: list[Cell | None] = []
-                for strategy in strategies:
-                    crows = grid[(feature, mode)].get(strategy)
-                    if not crows:
-                        cells.append(None)
-                        continue
-                    c = _cell(crows, book)
-                    if version != default:
-                        before = {
-                            status for r in crows if (status := baseline.get(_combo(r))) is not None
-                        }
-                        if before and _worst(before) != c.status:
-                            c.was = f"{_worst(before)} at {default}"
-                    else:
-                        cid = cell_id(ref.slug, strategy, feature, mode)
-                        if cid not in anchored:
-                            c.anchor = cid
-                            anchored.add(cid)
-                    counts[c.status] += 1
-                    cells.append(c)
-                table_rows.append((fm_label(feature, mode), fm_slug(feature, mode), cells))
-            tables.append(
-                VariantTable(
-                    name=variant,
-                    label=variant or "(no variant)",
-                    model_ids=sorted({r["model_id"] for r in vrows if r["model_id"]}),
-                    targets=targets_text(t for r in vrows for t in targets_of(r)),
-                    pinned=any(r["pinned"] for r in vrows),
-                    rows=table_rows,
-                )
-            )
-        sections.append(
-            ReleaseSection(
-                version=version,
-                pinned=version in pinned_versions,
-                is_default=version == default,
-                partial=bool(judged_versions) and version not in judged_versions,
-                ref=ref_name,
-                strategies=[(s, strategy_slug(s)) for s in strategies],
-                variants=tables,
-                notes=book.notes,
-                counts=counts,
-            )
+        by_variant[r["variant"]].append(r)
+    variants = [
+        Variant(
+            name=v,
+            label=v or "(no variant)",
+            model_ids=sorted({r["model_id"] for r in vrows if r["model_id"]}),
+            targets=targets_text(t for r in vrows for t in targets_of(r)),
         )
-    model_ids = list(dict.fromkeys(r["model_id"] for r in rows if r["model_id"]))
+        for v, vrows in by_variant.items()
+    ]
+    said = SaidOnce(ref.path, recipes_url)
+    page = _RecipePage(
+        ref=ref,
+        fm_order=fm_order,
+        book=_NoteBook(data, said),
+        default=default,
+        baseline={_combo(r): r["status"] for r in by_version[default]},
+        variant_order={v.name: i for i, v in enumerate(variants)},
+        variant_targets={v.name: v.targets for v in variants},
+        commits=data.commits,
+    )
+    judged = {r["vllm_version"] for r in rows if r["judged"]}
+    versions = sorted(by_version, key=release_key)
+    sections = merged_sections(
+        [
+            _release_section(page, v, by_version[v], bool(judged) and v not in judged)
+            for v in versions
+        ],
+        versions,
+    )
+    notes = page.book.notes
+    for note in notes:
+        note.places = _places(note, versions)
     return {
         "ref": ref,
-        "model_ids": model_ids,
         "default": default,
+        "releases_judged": [(v, next(s for s in sections if v in s.versions)) for v in versions],
+        "refs": {v: git_ref(v, data.commits.get(v, "")) for v in versions},
         "sections": sections,
-        "pinned": sorted(pinned_versions, key=release_key),
+        "pinned": pinned,
+        "variants": variants,
+        "partial": any(s.partial for s in sections),
+        "notes": notes,
+        "said": said,
     }
+
+
+def _release_section(
+    page: _RecipePage, version: str, rows: list[dict[str, Any]], partial: bool
+) -> ReleaseSection:
+    """One release of a recipe page: a table with a row group per variant."""
+    ref_name = git_ref(version, page.commits.get(version, ""))
+    strategies = sorted({r["strategy"] for r in rows}, key=_strategy_key)
+    counts: Counter[str] = Counter()
+    by_variant: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_variant[r["variant"]].append(r)
+    groups = []
+    hinted: set[int] = set()
+    for variant in sorted(by_variant, key=page.variant_order.__getitem__):
+        vrows = by_variant[variant]
+        grid = _Grid(page, version, ref_name, strategies, partial, hinted)
+        targets = targets_text(t for r in vrows for t in targets_of(r))
+        groups.append(
+            VariantRows(
+                name=variant,
+                label=variant or "(no variant)",
+                targets="" if targets == page.variant_targets[variant] else targets,
+                pinned=any(r["pinned"] for r in vrows),
+                rows=grid.rows(vrows, counts),
+            )
+        )
+    hardware: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for r in rows:
+        hardware[r["variant"]].update(targets_of(r))
+    for note in page.book.notes:
+        if version in note.at:
+            note.at[version].applies_text = applies_text(note.at[version].applies, hardware)
+    return ReleaseSection(
+        versions=[version],
+        pinned=any(r["pinned"] for r in rows),
+        is_default=version == page.default,
+        partial=partial,
+        strategies=[(s, strategy_slug(s)) for s in strategies],
+        variants=groups,
+        counts=counts,
+    )
+
+
+@dataclass
+class _Grid:
+    """A variant's feature modes x strategies at one release."""
+
+    page: _RecipePage
+    version: str
+    ref: str | None
+    strategies: list[str]
+    partial: bool  # judged only where the pin is blocked: the section says what cells were
+    hinted: set[int]  # notes whose hint the section has written
+
+    def rows(
+        self, vrows: list[dict[str, Any]], counts: Counter[str]
+    ) -> list[tuple[str, list[Cell | None]]]:
+        grid: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        for r in vrows:
+            grid[(r["feature"], r["mode"])][r["strategy"]].append(r)
+        table_rows = []
+        for feature, mode in sorted(grid, key=self.page.fm_order.__getitem__):
+            cells: list[Cell | None] = []
+            for strategy in self.strategies:
+                crows = grid[(feature, mode)].get(strategy)
+                cells.append(self.cell(crows) if crows else None)
+            counts.update(c.status for c in cells if c)
+            table_rows.append((fm_label(feature, mode), cells))
+        return table_rows
+
+    def cell(self, crows: list[dict[str, Any]]) -> Cell:
+        """A cell says what it was at the default release when that differs, unless the
+        section says it. Its permalink id (cell_id) is site.js's to give."""
+        page = self.page
+        c = _cell(crows, page.book, self.version, self.ref, self.hinted)
+        if self.version != page.default:
+            before = {s for r in crows if (s := page.baseline.get(_combo(r))) is not None}
+            was = _worst(before) if before else c.status
+            if was != c.status and not (self.partial and was == "blocked"):
+                c.was = f"{was} at {page.default}"
+        return c
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -1098,6 +1399,14 @@ def breakable(text: str) -> Markup:
     return Markup(":<wbr>".join(segments))
 
 
+def said_text(text: str) -> Markup:
+    """A said text, escaped; where it names its release (RELEASE_MARK), a variable that site.js
+    sets to the release shown."""
+    return Markup('<var class="rel">release</var>').join(
+        escape(part) for part in text.split(RELEASE_MARK)
+    )
+
+
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(site_dir() / "templates"),
@@ -1115,6 +1424,7 @@ def _env() -> jinja2.Environment:
         strategy_slug=strategy_slug,
     )
     env.filters["breakable"] = breakable
+    env.filters["said"] = said_text
     return env
 
 
@@ -1170,12 +1480,21 @@ def _render_pages(data: SiteData, out: Path, recipes_url: str) -> int:
     fm_order = _fm_order(rows)
     env = _env()
     common = {"releases": releases, "n_rows": len(rows)}
-    views = _index_views(rows)
+    pinned = {path: _pinned_rows(recipe_rows) for path, recipe_rows in by_recipe.items()}
+    views = _index_views(rows, {path: shown for path, (shown, _) in pinned.items()})
+    written = [view for view in views if not view.narrows]
     index = env.get_template("index.html")
-    for view in views:
-        model = _index_model(view, by_recipe, strategies, fm_order, data.causes)
+    for view in written:
+        model = _index_model(view, by_recipe, pinned, strategies, fm_order, data.causes)
         (out / view.page).write_text(
-            index.render(root="", views=views, **model, **common), encoding="utf-8"
+            index.render(
+                root="",
+                views=views,
+                narrowing=any(v.narrows for v in views),
+                **model,
+                **common,
+            ),
+            encoding="utf-8",
         )
     page = env.get_template("recipe.html")
     for path, recipe_rows in by_recipe.items():
@@ -1185,7 +1504,7 @@ def _render_pages(data: SiteData, out: Path, recipes_url: str) -> int:
         target.write_text(
             page.render(root="../" * model["ref"].depth, **model, **common), encoding="utf-8"
         )
-    return len(views) + len(by_recipe)
+    return len(written) + len(by_recipe)
 
 
 # ---------------------------------------------------------------------------- datasette

@@ -7,7 +7,14 @@ Fixers are tried in order of preference, one module each, behind `FIXERS`:
     pin_bump        (c) min_vllm_version (recipe or variant), to the first release on the index
                         where the blocked commands start and nothing that starts at the old pin breaks
     spelling        (d) the flag spelling the pinned release knows, when exactly one candidate exists
-    (e) otherwise no automatic fix, with the reason each fixer gave
+    strategy        (e) drop a strategy from compatible_strategies when no release on the index
+                        starts its blocked commands and nothing on it starts
+    (f) otherwise no automatic fix, with the reason each fixer gave
+
+Besides fixes of blocked commands, `ungate` proposes removing (or widening) a gate whose
+hidden commands all start at the recipe's pin. It is a proposal, not a fix: `compat check`
+shows it as a warning and `compat fix --apply` writes it only when asked (`--only ungate`),
+since a gate may exist for reasons other than startup.
 
 Fixers read the verdict rows and reuse the engine's own predicates (`STARTS`, the
 engine's flag check); they never restate a rule. Every plan is checked by judging the
@@ -18,10 +25,12 @@ kept. `writer` is the only module that writes recipe files.
 
 from __future__ import annotations
 
-from compat.fix import gate, mode_variants, pin_bump, spelling
+from compat.fix import gate, mode_variants, pin_bump, spelling, strategy, ungate
 
 #: Fix kinds in order of preference (the order `plan` tries them in).
-FIXERS = (gate, mode_variants, pin_bump, spelling)
+FIXERS = (gate, mode_variants, pin_bump, spelling, strategy, ungate)
 KINDS = tuple(f.KIND for f in FIXERS)
+#: Kinds `--apply` writes only when `--only` names them: proposals, not fixes of blocked commands.
+OPT_IN = (ungate.KIND,)
 
-__all__ = ["FIXERS", "KINDS"]
+__all__ = ["FIXERS", "KINDS", "OPT_IN"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from compat.fix import wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit
 from compat.recipes.offering import effective_compatible_strategies
@@ -102,15 +103,14 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
 
 
 def _comment(cause: dict[str, Any], strategies: list[str], blocked: list[Row]) -> str:
-    releases = ", ".join(dict.fromkeys(r.release for r in blocked))
+    release = wording.releases_text([r.release for r in blocked])
     evidence = next((e for r in blocked for e in r.outcome.evidence if e), "")
-    return (
-        f"vllm-compat: {cause['label']} cannot start on {', '.join(strategies)} at vLLM {releases}"
-        + (f" ({evidence})" if evidence else "")
-        + f": {_short(cause['finding'])}"
+    label = cause["label"]
+    return wording.comment(
+        [
+            f"{label} cannot start on {', '.join(strategies)} at vLLM {release}",
+            f"{label} cannot start on {len(strategies)} strategies at vLLM {release}",
+            f"{label} cannot start here at vLLM {release}",
+        ],
+        wording.first_evidence([evidence]),
     )
-
-
-def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

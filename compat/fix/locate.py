@@ -12,6 +12,8 @@ from compat.recipes.synthesis import STRATEGY
 def cause_path(cause: dict[str, Any]) -> tuple[str, ...]:
     """The recipe path that introduces a cause's culprit."""
     kind, element, mode = cause["kind"], cause["element"], cause["mode"]
+    if kind == "gate":  # an ungate proposal: the gate's own list
+        return tuple(cause["label"].removeprefix("gate ").split("."))
     if kind == "feature":
         base = tuple(element.split("."))
         return (*base, "modes", mode) if mode else base

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from compat.fix import wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit
-from compat.fix.gate import _short
 from compat.recipes.features import feature_modes
 
 KIND = "mode_variants"
@@ -55,10 +55,14 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
                 f"variants.{variant}.default_modes names {feature}: {mode}; the site's validator "
                 "rejects a default mode the variant cannot use"
             )
-    releases = ", ".join(dict.fromkeys(r.release for r in blocked))
-    comment = (
-        f"vllm-compat: {feature}:{mode} cannot start for {', '.join(failing)} at vLLM {releases}: "
-        f"{_short(cause['finding'])}"
+    release = wording.releases_text([r.release for r in blocked])
+    evidence = next((e for r in blocked for e in r.outcome.evidence if e), "")
+    comment = wording.comment(
+        [
+            f"{feature}:{mode} cannot start for {', '.join(failing)} at vLLM {release}",
+            f"{feature}:{mode} cannot start for {len(failing)} variants at vLLM {release}",
+        ],
+        evidence,
     )
     edit = Edit(
         "set",

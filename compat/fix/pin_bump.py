@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from compat.fix import wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit
-from compat.fix.gate import _short
 from compat.recipes.hardware import docker_pin
 
 KIND = "pin_bump"
@@ -115,9 +115,14 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
         if release is None:
             return why
         old = mine[0].release
-        comment = (
-            f"vllm-compat: vLLM {old} rejects it ({_short(cause['finding'], 120)}); "
-            f"first release where it starts: {release}"
+        evidence = next((e for r in mine for e in r.outcome.evidence if e), "")
+        comment = wording.comment(
+            [
+                f"{cause['label']} fails at vLLM {old}: {cause['finding']}; starts from {release}",
+                f"{_what(cause)} fails at vLLM {old}; starts from {release}",
+                f"fails at vLLM {old}; starts from {release}",
+            ],
+            evidence,
         )
         edits.append(
             Edit(
@@ -148,6 +153,13 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
         works_from=max(releases),
         note="; ".join(notes),
     )
+
+
+def _what(cause: dict[str, Any]) -> str:
+    """What a pin comment names: the feature, or the element carrying what a later release has."""
+    if cause["kind"] == "pin" and cause.get("carrier"):
+        return cause["carrier"]
+    return cause["label"]
 
 
 _TAG = re.compile(r"^(?P<prefix>v?)(?P<version>\d+(?:\.\d+)+)(?P<rest>.*)$")

@@ -2,7 +2,8 @@
 
 Per cause with blocked commands: a gate, else a mode restriction; the causes left over
 share one `min_vllm_version` bump (one target release per pin they live under); what is
-still left gets a respelling, or no automatic fix with every fixer's reason. A gate whose
+still left gets a respelling, else the strategy is dropped when no release starts it, else
+no automatic fix with every fixer's reason. A gate whose
 commands start at the bumped release is dropped for the bump (it would take away commands
 that start there). The merged plan is judged again (`rejudge`); if it fails, each cause's
 fix is judged alone and only the ones that hold are kept.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from compat.fix import gate, mode_variants, pin_bump, spelling
+from compat.fix import gate, mode_variants, pin_bump, spelling, strategy, wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit, apply
 from compat.fix.rejudge import describe, rejudge
@@ -25,7 +26,7 @@ from compat.vocab import release_key
 class Planned:
     """What the fix stage decided for one cause."""
 
-    kind: str  # gate | mode_variants | pin_bump | spelling | none
+    kind: str  # gate | mode_variants | pin_bump | spelling | strategy | none
     summary: str = ""
     edits: list[Edit] = field(default_factory=list)
     why: str = ""  # for `none`: why each fixer declined; else notes to check by hand
@@ -56,12 +57,14 @@ def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
             reasons[cid].append(f"{fixer.KIND}: {proposal}")
     _plan_bump(case, ctx, [cid for cid in blocked if cid not in chosen], blocked, chosen, reasons)
     for cid, rows in blocked.items():
-        if cid not in chosen:
-            proposal = spelling.propose(case, case.causes[cid], rows, ctx)
+        for fixer in (spelling, strategy):  # the last resorts, in this order
+            if cid in chosen:
+                break
+            proposal = fixer.propose(case, case.causes[cid], rows, ctx)
             if isinstance(proposal, Proposal):
                 chosen[cid] = proposal
             else:
-                reasons[cid].append(f"{spelling.KIND}: {proposal}")
+                reasons[cid].append(f"{fixer.KIND}: {proposal}")
     _prefer_bump_over_gates(chosen, blocked, ctx)
     kept = _verified(case, ctx, chosen, blocked, reasons)
     if depth == 0:
@@ -305,11 +308,7 @@ def _merge(proposals: list[Proposal]) -> list[Edit]:
 
 
 def _joined(a: Edit, b: Edit) -> str:
-    return (
-        a.comment
-        if b.comment in a.comment
-        else f"{a.comment}; also {b.comment.removeprefix('vllm-compat: ')}"
-    )
+    return wording.joined(a.comment, b.comment)
 
 
 def build_cases(

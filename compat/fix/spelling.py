@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from compat.fix import wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit
 from compat.recipes import parse_serve_args
@@ -63,7 +64,7 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
                     path,
                     value,
                     old=item,
-                    comment=f"vllm-compat: vLLM {k.version} has no {old}; its flag is {new}",
+                    comment=wording.comment(f"vLLM {k.version} has no {old}; its flag is {new}"),
                 )
             )
     if not edits:
@@ -96,8 +97,18 @@ def _splits(case: Case, element: str, blocked: list[Row], k: Any) -> list[Edit]:
                                 path,
                                 [head, rest.strip()],
                                 old=item,
-                                comment=f"vllm-compat: {item!r} is one argv item; vLLM {k.version} "
-                                "parses the flag and its value as two",
+                                comment=wording.comment(
+                                    [
+                                        (
+                                            f"{item!r} is one argv item; vLLM {k.version} "
+                                            "parses the flag and its value as two"
+                                        ),
+                                        (
+                                            f"{head} and its value are one argv item; vLLM "
+                                            f"{k.version} parses them as two"
+                                        ),
+                                    ]
+                                ),
                             )
                         )
     return out

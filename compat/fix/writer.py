@@ -41,12 +41,19 @@ class ApplyResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (recipe, why)
     fixes: dict[str, list[str]] = field(default_factory=dict)  # recipe -> fix summaries
     dry_run: bool = False
+    message: str = ""  # the commit message (compat.fix.commit), when asked for
+    markdown: str = ""  # the same as a PR body
+    branch: str = ""  # with --commit: the branch made and its commit
+    sha: str = ""
 
 
 def planned_fixes(
     db_path: Path, only: Sequence[str] = ()
 ) -> dict[str, list[tuple[str, str, list[Edit]]]]:
-    """recipe -> [(fix kind, summary, edits)] stored by the build (cause table)."""
+    """recipe -> [(fix kind, summary, edits)] stored by the build (cause table): of the `only`
+    kinds, or, when none are named, every kind but the opt-in proposals (`ungate`)."""
+    from compat.fix import OPT_IN
+
     with open_store(Path(db_path)) as db:
         if not db.has_table("cause"):
             raise UserError(
@@ -55,7 +62,7 @@ def planned_fixes(
         causes = db.causes(order="recipe, id")
     out: dict[str, list[tuple[str, str, list[Edit]]]] = {}
     for c in causes:
-        if c.fix_kind in ("", "none") or (only and c.fix_kind not in only):
+        if c.fix_kind in ("", "none") or (c.fix_kind not in only if only else c.fix_kind in OPT_IN):
             continue
         entry = (c.fix_kind, c.fix, c.edits())
         if entry[2] and entry not in out.setdefault(c.recipe, []):

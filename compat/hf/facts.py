@@ -14,7 +14,18 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Status = Literal["resolved", "unknown"]
-Source = Literal["local", "hub", "curated", "vllm-tests", "vllm-docs", "transformers", "derived"]
+# "vllm candidates": the engine's per-candidate copy when the config is unknown but vLLM names the
+# architectures the id can be
+Source = Literal[
+    "local",
+    "hub",
+    "curated",
+    "vllm-tests",
+    "vllm-docs",
+    "transformers",
+    "derived",
+    "vllm candidates",
+]
 
 # vLLM's CONFIG_FIELD_ALIASES["num_experts"] (0.33 transformers_utils/config.py:56-70;
 # 0.23/0.24 model_arch_config_convertor.py:145-162 has the same list), in order.

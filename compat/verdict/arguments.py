@@ -4,7 +4,8 @@ The stages are vLLM's own (`vllm/entrypoints/cli/main.py`, `serve.py`):
 
 1. `parse`: `FlexibleArgumentParser.parse_args` rewrites the argv (`--model` moved to the
    front, `_` to `-` in option names, `-O3`, dotted `--x.key value` merged into one JSON
-   value per flag; `vllm/utils/argparse_utils.py`), then argparse parses it with the
+   value per flag; `vllm/utils/argparse_utils.py`), run from the release's own source
+   (`compat.verdict.argv_rewrite`), then argparse parses it with the
    options `make_arg_parser` registers. Here that parser is rebuilt with the standard
    library's argparse from the release's `cli_value` facts (action, nargs, type,
    choices, the positional `model_tag`) under a top-level `vllm` parser with a `serve`
@@ -30,10 +31,12 @@ import argparse
 import bisect
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-from compat.verdict.config_values import Validator, format_errors
+from compat.verdict.argv_rewrite import ReleaseRewrite, RewriteError
+from compat.verdict.config_values import ClassSchema, Validator, format_errors
 from compat.vllm.cli_kwargs import apply_chain, lambda_chain
 
 STAGES = ("parse", "validate", "api_server", "engine_args")
@@ -90,10 +93,16 @@ class _ParseError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse with errors raised instead of printed (prog and message kept)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    #: every option's default, taken once the serve parser is built (`_take_defaults`)
+    defaults_: dict[str, Any]
+    #: (always-reached actions, option strings sorted, their actions, the narrow parser), set by
+    #: the first `_narrowed` of this parser
+    narrow_index_: tuple[set[int], list[str], list[int], _Parser]
+
+    def error(self, message: str) -> NoReturn:
         raise _ParseError(self.prog, message)
 
-    def exit(self, status: int = 0, message: str | None = None):  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise _ParseError(self.prog, message or f"exit {status}")
 
 
@@ -133,10 +142,51 @@ def human_readable_int_or_auto(value: str) -> int:
     return human_readable_int(value)
 
 
+def union_dict_and_str(val: str) -> Any:
+    """vLLM's `union_dict_and_str` (the `dict | str` fields): JSON when it looks like an object."""
+    if not re.match(r"(?s)^\s*{.*}\s*$", val):
+        return str(val)
+    if val in ("", "None"):
+        return None
+    try:
+        return json.loads(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"Value {val} cannot be converted to <function loads at 0x?>."
+        ) from None
+
+
+def check_port(val: str) -> int:
+    """vLLM's `--port` check."""
+    try:
+        port = int(val)
+    except ValueError:
+        raise argparse.ArgumentTypeError("Port must be an integer") from None
+    if not (1024 <= port <= 65535):
+        raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
+    return port
+
+
+#: type names whose callable is a fixed function: name -> (function, the name vLLM's has)
+_PLAIN_TYPES: dict[str, tuple[Callable[[str], Any], str]] = {
+    "str": (str, "str"),
+    "int": (int, "int"),
+    "float": (float, "float"),
+    "human_readable_int": (human_readable_int, "human_readable_int"),
+    "human_readable_int_or_auto": (human_readable_int_or_auto, "human_readable_int_or_auto"),
+    "json": (json.loads, "loads"),
+    "json_or_str": (union_dict_and_str, "union_dict_and_str"),
+    "port": (check_port, "check_port"),
+}
+
+
 class PreprocessError(Exception):
-    def __init__(self, exc: str, message: str) -> None:
+    """The argv rewrite stopped: `exc` is vLLM's exception name, or 'unknown' with `key`
+    naming what the replay could not do (read a --config file, run the release's rewrite)."""
+
+    def __init__(self, exc: str, message: str, key: tuple[str, ...] = ("config-file",)) -> None:
         super().__init__(message)
-        self.exc, self.message = exc, message
+        self.exc, self.message, self.key = exc, message, key
 
 
 ConfigLoader = (
@@ -218,8 +268,8 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
     for i, arg in enumerate(args):
         if arg.startswith("--"):
             if "=" in arg:
-                key, value = arg.split("=", 1)
-                processed.append(f"{_dash(key)}={value}")
+                flag, text = arg.split("=", 1)
+                processed.append(f"{_dash(flag)}={text}")
             else:
                 processed.append(_dash(arg))
         elif arg.startswith("-O") and arg != "-O":
@@ -263,8 +313,8 @@ def preprocess(args: list[str], config_loader: ConfigLoader = None) -> list[str]
             _merge(dict_args.setdefault(key, {}), nested)
             delete.add(i)
     out = [a for i, a in enumerate(processed) if i not in delete]
-    for key, value in dict_args.items():
-        out += [key, json.dumps(value)]
+    for key, obj in dict_args.items():
+        out += [key, json.dumps(obj)]
     return out
 
 
@@ -331,6 +381,7 @@ class ServeParser:
         self.plugin_dests = [v["dest"] for v in self.values if v["dest"].endswith("_parser_plugin")]
         self.notes = _Notes()  # the parse in progress: what its type callables noticed
         self._built: dict[frozenset[str], _Parser] = {}
+        self._release_rewrite: ReleaseRewrite | None = None
 
     def parser(self, relaxed: frozenset[str]) -> _Parser:
         """The parser with `relaxed` options accepting any value; built once per set."""
@@ -341,7 +392,7 @@ class ServeParser:
     @property
     def defaults(self) -> dict[str, Any]:
         """Every option's default as argparse leaves it in the namespace (from the full parser)."""
-        return self.parser(frozenset()).defaults_  # type: ignore[attr-defined]
+        return self.parser(frozenset()).defaults_
 
     def build(self, relaxed: frozenset[str]) -> _Parser:
         """The `serve` subparser (prog `vllm serve`). The top-level `vllm` parser adds nothing for
@@ -362,7 +413,7 @@ class ServeParser:
                 serve.add_argument(*strings, **kwargs)
             except (argparse.ArgumentError, ValueError, TypeError):
                 continue  # a duplicate or inconsistent option: vLLM's parser build would fail too
-        serve.defaults_ = _take_defaults(serve)  # type: ignore[attr-defined]
+        serve.defaults_ = _take_defaults(serve)
         return serve
 
     @staticmethod
@@ -430,93 +481,67 @@ class ServeParser:
         return base
 
     def _base(self, row: dict[str, Any]) -> Any:
+        """The type callable vLLM gives the option, as a function of ours (shell values pass)."""
         name = row["type"]
-        flag = row["flag"]
-        choices = row["choices"]
-
-        def shell_ok(fn: Any, label: str) -> Any:
-            def convert(val: str) -> Any:
-                if isinstance(val, ShellValue):
-                    if choices is not None and not row["metavar_only"]:
-                        self.notes.findings.append(
-                            ArgFinding(
-                                "parse",
-                                "unknown",
-                                f"{flag} {val}: the value comes from the shell variable "
-                                f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
-                                "",
-                                [_at(row["choices_file"], row["choices_line"])],
-                                ("shell", flag, val.var),
-                            )
-                        )
-                    elif name in ("json", "json_or_str", "dataclass"):
-                        self.notes.findings.append(
-                            ArgFinding(
-                                "parse",
-                                "unknown",
-                                f"{flag} {val}: the JSON value comes from the shell variable "
-                                f"${val.var} and is not checked",
-                                "",
-                                [],
-                                ("shell", flag, val.var),
-                            )
-                        )
-                    return val
-                return fn(val)
-
-            return _named(convert, label)
-
         if name in ("", None):
-            return shell_ok(lambda v: v, "identity")
-        if name == "str":
-            return shell_ok(str, "str")
-        if name == "int":
-            return shell_ok(int, "int")
-        if name == "float":
-            return shell_ok(float, "float")
-        if name == "human_readable_int":
-            return shell_ok(human_readable_int, "human_readable_int")
-        if name == "human_readable_int_or_auto":
-            return shell_ok(human_readable_int_or_auto, "human_readable_int_or_auto")
-        if name == "json":
-            return shell_ok(json.loads, "loads")
-        if name == "json_or_str":
-
-            def union_dict_and_str(val: str) -> Any:
-                if not re.match(r"(?s)^\s*{.*}\s*$", val):
-                    return str(val)
-                if val in ("", "None"):
-                    return None
-                try:
-                    return json.loads(val)
-                except ValueError:
-                    raise argparse.ArgumentTypeError(
-                        f"Value {val} cannot be converted to <function loads at 0x?>."
-                    ) from None
-
-            return shell_ok(union_dict_and_str, "union_dict_and_str")
+            return self._shell_ok(row, lambda v: v, "identity")
+        if name in _PLAIN_TYPES:
+            fn, label = _PLAIN_TYPES[name]
+            return self._shell_ok(row, fn, label)
         if name == "dataclass":
-            return shell_ok(self._dataclass(row), "parse_dataclass")
+            return self._shell_ok(row, self._dataclass(row), "parse_dataclass")
         if name == "transform":
             chain = lambda_chain(row["callable_src"])
             if chain is not None:
-                return shell_ok(lambda v: apply_chain(chain, v), "<lambda>")
-        if name == "port":
-
-            def check_port(val: str) -> int:
-                try:
-                    port = int(val)
-                except ValueError:
-                    raise argparse.ArgumentTypeError("Port must be an integer") from None
-                if not (1024 <= port <= 65535):
-                    raise argparse.ArgumentTypeError("Port must be between 1024 and 65535")
-                return port
-
-            return shell_ok(check_port, "check_port")
+                return self._shell_ok(row, lambda v: apply_chain(chain, v), "<lambda>")
         if name == "callable":
-            fn = self._release_function(row["callable_src"], row)
-            if fn is not None:
-                return shell_ok(fn, row["callable_src"])
+            release_fn = self._release_function(row["callable_src"], row)
+            if release_fn is not None:
+                return self._shell_ok(row, release_fn, row["callable_src"])
+            method = self._config_classmethod(row["callable_src"], row)
+            if method is not None:  # argparse names it by __name__: "invalid from_cli value"
+                return self._shell_ok(row, method, row["callable_src"].rsplit(".", 1)[-1])
+        return self._unchecked(row)
+
+    def _shell_ok(self, row: dict[str, Any], fn: Any, label: str) -> Any:
+        """`fn` named `label`, letting a value from a shell variable through unconverted (noted
+        as unknown where the option has choices or takes JSON)."""
+        flag, name, choices = row["flag"], row["type"], row["choices"]
+
+        def convert(val: str) -> Any:
+            if isinstance(val, ShellValue):
+                if choices is not None and not row["metavar_only"]:
+                    self.notes.findings.append(
+                        ArgFinding(
+                            "parse",
+                            "unknown",
+                            f"{flag} {val}: the value comes from the shell variable "
+                            f"${val.var}; vLLM {self.version} accepts only {', '.join(map(str, choices))}",
+                            "",
+                            [_at(row["choices_file"], row["choices_line"])],
+                            ("shell", flag, val.var),
+                        )
+                    )
+                elif name in ("json", "json_or_str", "dataclass"):
+                    self.notes.findings.append(
+                        ArgFinding(
+                            "parse",
+                            "unknown",
+                            f"{flag} {val}: the JSON value comes from the shell variable "
+                            f"${val.var} and is not checked",
+                            "",
+                            [],
+                            ("shell", flag, val.var),
+                        )
+                    )
+                return val
+            return fn(val)
+
+        return _named(convert, label)
+
+    def _unchecked(self, row: dict[str, Any]) -> Any:
+        """A type callable we do not model: every value passes, noted as unknown."""
+        flag = row["flag"]
 
         def unchecked(val: str) -> str:
             self.notes.findings.append(
@@ -524,7 +549,7 @@ class ServeParser:
                     "parse",
                     "unknown",
                     f"{flag} {val!r}: vLLM {self.version} converts it with "
-                    f"`{row['callable_src'] or name}`, which is not modelled",
+                    f"`{row['callable_src'] or row['type']}`, which is not modelled",
                     "",
                     [_at(row["file"], row["line"])],
                     ("unchecked", flag),
@@ -545,9 +570,11 @@ class ServeParser:
         from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
         got = SymbolResolver(self.tree).resolve(ARG_UTILS, src)
-        if got is None or not isinstance(got[1], ast.FunctionDef):
+        if got is None:
             return None
         file, fn = got
+        if not isinstance(fn, ast.FunctionDef):
+            return None
         try:
             program = IsolatedProgram(self.tree, {src: (fn, file)}, {"argparse": argparse})
         except SandboxError:
@@ -569,6 +596,56 @@ class ServeParser:
                     )
                 )
                 return val
+
+        return run
+
+    def _config_classmethod(self, src: str, row: dict[str, Any]) -> Any:
+        """`type=CompilationConfig.from_cli` (before 0.10): the release's classmethod run in the
+        sandbox, with the class standing for its pydantic check (`cls(...)`, `model_validate`,
+        `model_validate_json`: compat.verdict.config_values) and `ast.literal_eval` available.
+        A check that fails raises ValueError, as pydantic's ValidationError is one, so argparse
+        reports `invalid from_cli value`."""
+        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)", src)
+        if self.tree is None or m is None:
+            return None
+        import ast
+        import types
+
+        from compat.vllm.cli_surface import ARG_UTILS, SymbolResolver
+        from compat.vllm.sandbox import IsolatedProgram, SandboxError
+
+        cls_name, method = m.groups()
+        r = SymbolResolver(self.tree)
+        cls = r.resolve_class(ARG_UTILS, cls_name)
+        got = r.find_method(cls, method) if cls is not None else None
+        if cls is None or got is None or not isinstance(got[1], ast.FunctionDef):
+            return None
+        owner, fn = got[0], got[1]
+        config = _ConfigClass(cls_name, self)
+        host = {cls_name: config, "ast": types.SimpleNamespace(literal_eval=ast.literal_eval)}
+        try:
+            program = IsolatedProgram(self.tree, {method: (fn, owner.file)}, host)
+        except SandboxError:
+            return None
+
+        def run(val: str) -> Any:
+            try:
+                return program.call(method, config, val)
+            except (SandboxError, NameError, AttributeError) as exc:
+                self.notes.findings.append(
+                    ArgFinding(
+                        "parse",
+                        "unknown",
+                        f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
+                        f"({owner.file}:{fn.lineno}), which could not be evaluated ({exc})",
+                        "",
+                        [f"{owner.file}:{fn.lineno}"],
+                        ("unchecked", row["flag"]),
+                    )
+                )
+                return val
+            except SyntaxError as exc:  # literal_eval's; argparse does not catch it
+                raise _Raised(f"SyntaxError: {exc}") from None
 
         return run
 
@@ -615,10 +692,10 @@ class ServeParser:
         """Namespace (None when vLLM stops) and every parse-stage finding, vLLM's first."""
         findings: list[ArgFinding] = []
         try:
-            processed = preprocess(argv, config_loader)
+            processed = self.rewrite(argv, config_loader)
         except PreprocessError as exc:
             if exc.exc == "unknown":
-                return None, [ArgFinding("parse", "unknown", exc.message, "", key=("config-file",))]
+                return None, [ArgFinding("parse", "unknown", exc.message, "", key=exc.key)]
             return None, [
                 ArgFinding(
                     "parse",
@@ -666,6 +743,27 @@ class ServeParser:
             namespace = None
         return namespace, findings
 
+    def rewrite(self, argv: list[str], config_loader: ConfigLoader = None) -> list[str]:
+        """The release's own FlexibleArgumentParser.parse_args run on `argv` (compat.verdict.
+        argv_rewrite); `preprocess`, the newest rewrite, for a parser built without a tree."""
+        if self.tree is None:
+            return preprocess(argv, config_loader)
+        if self._release_rewrite is None:
+            self._release_rewrite = ReleaseRewrite(self.tree)
+
+        def pull(args: list[str]) -> list[str]:
+            try:
+                return pull_config(list(args), config_loader)
+            except PreprocessError as exc:
+                raise _PullError(exc) from None
+
+        try:
+            return self._release_rewrite(argv, pull)
+        except _PullError as exc:
+            raise exc.error from None
+        except RewriteError as exc:
+            raise PreprocessError(exc.exc, exc.message, ("argv-rewrite",)) from None
+
     def _dest_of(self, message: str) -> str | None:
         """The option an argparse message is about ('argument --x/-y: ...')."""
         m = re.match(r"argument ([^:]+): ", message)
@@ -705,6 +803,55 @@ class ServeParser:
         return ArgFinding(
             "parse", "blocked", step, text, [e for e in evidence if e], key, "SystemExit"
         )
+
+
+class _PullError(RewriteError):
+    """`pull_config`'s own error, carried through the release's parse_args unchanged."""
+
+    def __init__(self, error: PreprocessError) -> None:
+        super().__init__(error.exc, error.message)
+        self.error = error
+
+
+class _ConfigClass:
+    """A config class as its own `from_cli` uses it: building or validating an instance is the
+    replay's pydantic check of the data, failing with ValueError (pydantic's ValidationError is
+    one); an exception the class lets through (a model_post_init assert) stops the parse."""
+
+    def __init__(self, name: str, parser: ServeParser) -> None:
+        self.name = name
+        self.parser = parser
+
+    def _check(self, data: Any) -> Any:
+        sp = self.parser
+        out = sp.validator.validate(self.name, data)
+        if out.raised:
+            raise _Raised(out.raised)
+        if out.errors:
+            sp.notes.evidence = _error_evidence(out, sp.validator, self.name)
+            raise ValueError(format_errors(self.name, out.errors))
+        if out.unchecked:
+            raise _Unchecked(f"part of the {self.name} value is not checked")
+        return sp.validator.config_object(self.name, data) if isinstance(data, dict) else data
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self._check(kwargs)
+
+    def model_validate(self, data: Any) -> Any:
+        return self._check(data)
+
+    def model_validate_json(self, text: str) -> Any:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"1 validation error for {self.name}\n  Invalid JSON: {_json_error(exc)}"
+            ) from None
+        return self._check(data)
+
+
+class _Unchecked(AttributeError):
+    """A value `_ConfigClass` cannot check in full: reported as unknown by the caller."""
 
 
 def _top_level_parse(
@@ -783,7 +930,7 @@ def _take_defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
         if action.dest is argparse.SUPPRESS or action.default is argparse.SUPPRESS:
             continue
         default = action.default
-        if isinstance(default, str) and action.type is not None:
+        if isinstance(default, str) and callable(action.type):
             try:
                 default = action.type(default)
             except (argparse.ArgumentTypeError, TypeError, ValueError, _Raised):
@@ -887,16 +1034,19 @@ def _error_evidence(out: Any, validator: Validator, cls: str) -> list[str]:
     """file:line of each rejected field (its definition), or of the class for an unknown key."""
     found = []
     for e in out.errors:
-        owner, schema = cls, validator.schemas.get(cls)
+        owner: str | None = cls
+        schema: ClassSchema | None = validator.schemas.get(cls)
         for part in e.loc[:-1]:  # walk nested config classes
             field = (schema.fields.get(part) if schema else None) or {}
             spec = field.get("type") or {}
             owner = spec.get("name") if spec.get("t") == "class" else owner
-            schema = validator.schemas.get(owner)
+            schema = validator.schemas.get(owner) if owner is not None else None
         if schema is None:
             continue
-        field = schema.fields.get(e.loc[-1]) if e.loc else None
-        at = f"{field['file']}:{field['line']}" if field else f"{schema.file}:{schema.line}"
+        rejected = schema.fields.get(e.loc[-1]) if e.loc else None
+        at = (
+            f"{rejected['file']}:{rejected['line']}" if rejected else f"{schema.file}:{schema.line}"
+        )
         if at not in found:
             found.append(at)
     return found

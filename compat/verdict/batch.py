@@ -18,7 +18,7 @@ from compat.recipes import Combination
 from compat.verdict.cause import Cause, Render, causes
 from compat.verdict.engine import Outcome
 from compat.verdict.releases import STARTS, ReleasePool
-from compat.vocab import release_key
+from compat.vocab import Status, release_key
 
 #: (release, judged, pinned) targets of one combination.
 Targets = list[tuple[str, int, int]]
@@ -198,7 +198,7 @@ def verdict_row(
 
 def unavailable_row(c: Combination, version: str, why: str, command_id: int) -> dict[str, Any]:
     o = Outcome(
-        status="unknown", chain=[f"[unknown] pinned release {c.vllm_pin!r} unavailable: {why}"]
+        status=Status.UNKNOWN, chain=[f"[unknown] pinned release {c.vllm_pin!r} unavailable: {why}"]
     )
     row = verdict_row(c, version, o, judged=1, pinned=1, command_id=command_id)
     row.update(cause_kind="pin", cause="the pinned release")

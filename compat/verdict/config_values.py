@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,13 @@ from compat.vllm.cli_kwargs import apply_chain, str_chain
 
 _TRUE = {"1", "on", "t", "true", "y", "yes"}
 _FALSE = {"0", "off", "f", "false", "n", "no"}
+#: pydantic's number constraints: (keyword, error type, message words, does a value break it)
+_BOUNDS = (
+    ("ge", "greater_than_equal", "greater than or equal to", operator.lt),
+    ("gt", "greater_than", "greater than", operator.le),
+    ("le", "less_than_equal", "less than or equal to", operator.gt),
+    ("lt", "less_than", "less than", operator.ge),
+)
 
 
 @dataclass
@@ -163,20 +171,29 @@ class Validator:
         self, schema: ClassSchema, value: dict[str, Any], loc: tuple[str, ...], out: Outcome
     ) -> None:
         """The class's `__post_init__` checks (compat.vllm.post_init) on the value over the defaults:
-        one that holds is pydantic's "Value error"; one left undecided leaves the value unchecked
-        when it reads a field the value sets (one reading only defaults does not fire: vLLM
-        builds every config with its defaults)."""
-        from compat.vllm.post_init import evaluate, render
+        one that holds is pydantic's "Value error", a TypeError vLLM itself meets while testing
+        one goes through; one left undecided leaves the value unchecked when it reads a field the
+        value sets (one reading only defaults does not fire: vLLM builds every config with its
+        defaults). Fields vLLM fills itself (INTERNAL_FIELDS) are not known here."""
+        from compat.vllm.cli_surface import INTERNAL_FIELDS
+        from compat.vllm.post_init import evaluate_detail, render
 
+        internal = INTERNAL_FIELDS.get(schema.name, frozenset())
         fields = {
-            n: f["default"] for n, f in schema.fields.items() if f["default_kind"] == "literal"
+            n: f["default"]
+            for n, f in schema.fields.items()
+            if f["default_kind"] == "literal" and n not in internal
         }
         fields.update(value)
         for check in schema.model_validators:
             if check.get("kind") != "post_init":
                 continue
             where = f"{check['file']}:{check['line']}"
-            holds = evaluate(check, fields, check.get("torch"))
+            holds, raised = evaluate_detail(check, fields, check.get("torch"))
+            if raised:
+                out.evidence.append(where)
+                out.raised = out.raised or raised
+                return
             if holds:
                 out.evidence.append(where)
                 out.errors.append(
@@ -251,35 +268,13 @@ class Validator:
         if t == "any":
             return
         if t == "union":
-            members = spec["of"]
-            non_none = [m for m in members if m.get("t") != "none"]
-            if value is None and len(non_none) < len(members):
-                return
-            if len(non_none) == 1:  # Optional[X]: pydantic's nullable schema, errors as for X
-                self._value(non_none[0], value, loc, out)
-                return
-            results = []
-            for m in non_none:
-                trial = Outcome()
-                self._value(m, value, loc, trial)
-                if not trial.errors and not trial.unchecked and not trial.raised:
-                    return
-                results.append(trial)
-            if any(r.unchecked or r.raised for r in results):
-                out.unchecked.append(f"{'.'.join(loc)}: union of {len(non_none)} types")
-                return
-            out.unchecked.append(
-                f"{'.'.join(loc)}: no member of a {len(non_none)}-type union accepts "
-                f"{value!r} (pydantic's union error text not modelled)"
-            )
-            return
-        if t == "none":
+            self._union(spec["of"], value, loc, out)
+        elif t == "none":
             if value is not None:
                 out.errors.append(
                     PydanticError(loc, "none_required", "Input should be None", value)
                 )
-            return
-        if t == "bool":
+        elif t == "bool":
             self._bool(value, loc, out)
         elif t == "int":
             self._int(value, loc, out)
@@ -299,39 +294,60 @@ class Validator:
                     )
                 )
         elif t == "enum":
-            members = spec.get("members") or {}
-            values = [v for v in members.values()]
-            if value not in values or isinstance(value, (list, dict)):
-                if any(v is None for v in values):
-                    out.unchecked.append(
-                        f"{'.'.join(loc)}: enum {spec.get('name')} has computed values"
-                    )
-                    return
-                out.errors.append(
-                    PydanticError(loc, "enum", f"Input should be {_expected(values)}", value)
-                )
+            self._enum(spec, value, loc, out)
         elif t == "class":
             self._class(spec["name"], value, loc, out)
-        elif t == "list":
-            if not isinstance(value, list):
-                out.errors.append(
-                    PydanticError(loc, "list_type", "Input should be a valid list", value)
+        elif t in ("list", "tuple", "dict"):
+            self._container(spec, value, loc, out)
+        elif t == "bounded":
+            self._bounded(spec, value, loc, out)
+        else:
+            out.unchecked.append(f"{'.'.join(loc)}: type {spec.get('name') or t} not modelled")
+
+    def _union(
+        self, members: list[dict[str, Any]], value: Any, loc: tuple[str, ...], out: Outcome
+    ) -> None:
+        """Accepted when one member accepts it; pydantic's union error text is not modelled."""
+        non_none = [m for m in members if m.get("t") != "none"]
+        if value is None and len(non_none) < len(members):
+            return
+        if len(non_none) == 1:  # Optional[X]: pydantic's nullable schema, errors as for X
+            self._value(non_none[0], value, loc, out)
+            return
+        results = []
+        for m in non_none:
+            trial = Outcome()
+            self._value(m, value, loc, trial)
+            if not trial.errors and not trial.unchecked and not trial.raised:
+                return
+            results.append(trial)
+        if any(r.unchecked or r.raised for r in results):
+            out.unchecked.append(f"{'.'.join(loc)}: union of {len(non_none)} types")
+            return
+        out.unchecked.append(
+            f"{'.'.join(loc)}: no member of a {len(non_none)}-type union accepts "
+            f"{value!r} (pydantic's union error text not modelled)"
+        )
+
+    def _enum(self, spec: dict[str, Any], value: Any, loc: tuple[str, ...], out: Outcome) -> None:
+        members = spec.get("members") or {}
+        values = [v for v in members.values()]
+        if value not in values or isinstance(value, (list, dict)):
+            if any(v is None for v in values):
+                out.unchecked.append(
+                    f"{'.'.join(loc)}: enum {spec.get('name')} has computed values"
                 )
                 return
-            for i, item in enumerate(value):
-                self._value(spec["of"], item, (*loc, str(i)), out)
-        elif t == "tuple":
-            if not isinstance(value, list):
-                out.errors.append(
-                    PydanticError(loc, "tuple_type", "Input should be a valid tuple", value)
-                )
-                return
-            if len(value) != len(spec["items"]):
-                out.unchecked.append(f"{'.'.join(loc)}: fixed-length tuple of another length")
-                return
-            for i, (item_spec, item) in enumerate(zip(spec["items"], value)):
-                self._value(item_spec, item, (*loc, str(i)), out)
-        elif t == "dict":
+            out.errors.append(
+                PydanticError(loc, "enum", f"Input should be {_expected(values)}", value)
+            )
+
+    def _container(
+        self, spec: dict[str, Any], value: Any, loc: tuple[str, ...], out: Outcome
+    ) -> None:
+        """A list, tuple or dict: its own type, then each item at its index or key."""
+        t = spec["t"]
+        if t == "dict":
             if not isinstance(value, dict):
                 out.errors.append(
                     PydanticError(loc, "dict_type", "Input should be a valid dictionary", value)
@@ -339,34 +355,41 @@ class Validator:
                 return
             for k, item in value.items():
                 self._value(spec["value"], item, (*loc, str(k)), out)
-        elif t == "bounded":
-            before = len(out.errors)
-            self._value(spec["of"], value, loc, out)
-            if (
-                len(out.errors) == before
-                and isinstance(value, (int, float))
-                and not isinstance(value, bool)
-            ):
-                for op, word, fails in (
-                    ("ge", "greater than or equal to", lambda a, b: a < b),
-                    ("gt", "greater than", lambda a, b: a <= b),
-                    ("le", "less than or equal to", lambda a, b: a > b),
-                    ("lt", "less than", lambda a, b: a >= b),
-                ):
-                    bound = spec.get(op)
-                    if bound is not None and fails(value, bound):
-                        kind = {
-                            "ge": "greater_than_equal",
-                            "gt": "greater_than",
-                            "le": "less_than_equal",
-                            "lt": "less_than",
-                        }[op]
-                        out.errors.append(
-                            PydanticError(loc, kind, f"Input should be {word} {bound}", value)
-                        )
-                        break
-        else:
-            out.unchecked.append(f"{'.'.join(loc)}: type {spec.get('name') or t} not modelled")
+            return
+        if not isinstance(value, list):
+            out.errors.append(
+                PydanticError(loc, f"{t}_type", f"Input should be a valid {t}", value)
+            )
+            return
+        if t == "list":
+            for i, item in enumerate(value):
+                self._value(spec["of"], item, (*loc, str(i)), out)
+            return
+        if len(value) != len(spec["items"]):
+            out.unchecked.append(f"{'.'.join(loc)}: fixed-length tuple of another length")
+            return
+        for i, (item_spec, item) in enumerate(zip(spec["items"], value)):
+            self._value(item_spec, item, (*loc, str(i)), out)
+
+    def _bounded(
+        self, spec: dict[str, Any], value: Any, loc: tuple[str, ...], out: Outcome
+    ) -> None:
+        """The inner type, then the first `ge`/`gt`/`le`/`lt` bound a number breaks."""
+        before = len(out.errors)
+        self._value(spec["of"], value, loc, out)
+        if (
+            len(out.errors) != before
+            or not isinstance(value, (int, float))
+            or isinstance(value, bool)
+        ):
+            return
+        for op, kind, word, fails in _BOUNDS:
+            bound = spec.get(op)
+            if bound is not None and fails(value, bound):
+                out.errors.append(
+                    PydanticError(loc, kind, f"Input should be {word} {bound}", value)
+                )
+                break
 
     def _bool(self, value: Any, loc: tuple[str, ...], out: Outcome) -> None:
         if isinstance(value, bool):
@@ -492,6 +515,7 @@ def _render(template: str, env: dict[str, Any], members: dict[str, Any]) -> str:
                 and isinstance(v.value, ast.Call)
                 and isinstance(v.value.func, ast.Attribute)
                 and isinstance(v.value.func.value, ast.Constant)
+                and isinstance(v.value.func.value.value, str)
             ):
                 parts.append(v.value.func.value.value.join(members))
             else:

@@ -19,7 +19,7 @@ from typing import Any
 from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parse_serve_args
 from compat.verdict import gates
-from compat.verdict.arguments import check_arguments
+from compat.verdict.arguments import ArgFinding, check_arguments
 from compat.verdict.config_values import format_errors
 from compat.verdict.drafts import PP_MSG, TARGET_DRAFTED, DraftResolution, resolve_draft
 from compat.verdict.findings import Finding, Outcome, Stage, note
@@ -27,6 +27,7 @@ from compat.verdict.knowledge import Knowledge
 from compat.verdict.shell import ShellVars
 from compat.verdict.trace import JudgeTrace
 from compat.vllm.cli_surface import INTERNAL_FIELDS
+from compat.vllm.facts import CLI_MAINS
 from compat.vocab import Status, worst
 
 __all__ = ["EP_MSG", "PP_MSG", "Finding", "Judge", "Outcome", "argv_rewrite_verified", "known_flag"]
@@ -82,6 +83,18 @@ def _layout(args: ServeArgs) -> tuple[Any, ...]:
             for t in args.tokens
             if t.flag not in NODE_POSITION_FLAGS
         ),
+    )
+
+
+def _argument_finding(af: ArgFinding, status: Status, step: str) -> Finding:
+    """An argument replay's finding as the judge reports it (evidence without blanks)."""
+    return Finding(
+        status,
+        step,
+        af.message,
+        [e for e in af.evidence if e],
+        Stage.ARGUMENT,
+        key="arg:" + "|".join(af.key),
     )
 
 
@@ -154,6 +167,20 @@ class Judge:
     def _command(self, argv: tuple[str, ...], args: ServeArgs, prefix: str) -> list[Finding]:
         """What vLLM's argument handling and name checks say of one node's argv."""
         out: list[Finding] = []
+        command = self.k.release_facts.get("serve_command")
+        if isinstance(command, dict) and command.get("module") is None and command.get("server"):
+            return [
+                Finding(
+                    Status.BLOCKED,
+                    f"{prefix}vLLM {self.k.version} installs no `vllm` command (none of "
+                    f"{', '.join(CLI_MAINS)}, the modules its console script runs, exists; the "
+                    "server was started with python -m vllm.entrypoints.openai.api_server)",
+                    "vllm: command not found",
+                    [],
+                    Stage.ARGUMENT,
+                    key="arg:no-vllm-command",
+                )
+            ]
         checked = self.arguments(argv)
         if checked is None:  # no argparse facts for this release, or a rewrite not verified
             if self.k.values and not argv_rewrite_verified(self.k):
@@ -186,19 +213,10 @@ class Judge:
         partial = any(n.startswith("cli: partial") for n in self.k.notes)
         out = []
         for af in check_arguments(self.k, list(argv), self.shell).findings:
-            status = af.status
+            status = Status(af.status)
             if partial and af.key[:1] == ("unrecognized",):
                 status = Status.UNKNOWN  # the flag list of this release is incomplete
-            out.append(
-                Finding(
-                    status,
-                    af.step,
-                    af.message,
-                    [e for e in af.evidence if e],
-                    Stage.ARGUMENT,
-                    key="arg:" + "|".join(af.key),
-                )
-            )
+            out.append(_argument_finding(af, status, af.step))
         self._arg_cache[key] = out
         return out
 
@@ -227,21 +245,16 @@ class Judge:
                 else af.step
             )
             out.append(
-                Finding(
-                    Status.UNKNOWN if blocked else af.status,
-                    step,
-                    af.message,
-                    [e for e in af.evidence if e],
-                    Stage.ARGUMENT,
-                    key="arg:" + "|".join(af.key),
-                )
+                _argument_finding(af, Status.UNKNOWN if blocked else Status(af.status), step)
             )
         self._arg_cache[key] = out
         return out
 
     def _spec_keys(self, args: ServeArgs, prefix: str) -> list[Finding]:
         """--speculative-config is parsed as plain JSON; SpeculativeConfig(**it) validates its keys
-        and values when the engine config is built (pydantic, extra forbidden)."""
+        and values when the engine config is built (pydantic, extra forbidden), then runs its
+        `__post_init__`, whose checks on the JSON alone are replayed here (compat.vllm.post_init;
+        those reading the target's configs are compat.verdict.drafts')."""
         spec = args.speculative_config
         sp = self.k.serve_parser
         if (
@@ -262,18 +275,30 @@ class Judge:
                 and e.loc[0] not in INTERNAL_SPEC_FIELDS | {"method", "model"}
                 and e.type != "missing_argument"
             )
+            or (not e.loc and e.type == "value_error")
         ]
+        if res.raised:
+            return [
+                Finding(
+                    Status.BLOCKED,
+                    f"{prefix}--speculative-config: SpeculativeConfig.__post_init__ of "
+                    f"vLLM {self.k.version} raises {res.raised}",
+                    res.raised,
+                    res.evidence[-1:],
+                    key=f"{prefix}spec-raised:{res.raised.split(':')[0]}",
+                )
+            ]
         if not errors:
             return []
-        heads = "; ".join(f"{'.'.join(e.loc)}: {e.msg}" for e in errors)
+        heads = "; ".join(f"{'.'.join(e.loc) or 'SpeculativeConfig'}: {e.msg}" for e in errors)
         return [
             Finding(
                 Status.BLOCKED,
                 f"{prefix}--speculative-config: SpeculativeConfig of vLLM "
                 f"{self.k.version} rejects it ({heads})",
                 format_errors("SpeculativeConfig", errors),
-                res.evidence[:2],
-                key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) for e in errors)}",
+                res.evidence[:2] if errors[0].loc else res.evidence[-1:],
+                key=f"{prefix}spec-keys:{','.join('.'.join(e.loc) or 'post_init' for e in errors)}",
             )
         ]
 
@@ -624,14 +649,14 @@ class Judge:
             results.append((cand, verdict.value, msg, found))
         names = ", ".join(facts.candidates)
         if len({(w, m) for _, w, m, _ in results}) == 1:
-            cand, verdict, _, found = results[0]
+            cand, shared, _, found = results[0]
             head = note(
                 f"model config of {c.model_id} unresolved; vLLM lists it under {names}; every "
-                f"candidate gives the same verdict ({verdict}), shown for {cand}",
+                f"candidate gives the same verdict ({shared}), shown for {cand}",
                 f"model_config:{c.model_id}",
             )
             return [head, *found]
-        split = "; ".join(f"{cand}: {verdict}" for cand, verdict, _, _ in results)
+        split = "; ".join(f"{cand}: {status}" for cand, status, _, _ in results)
         return [
             Finding(
                 Status.UNKNOWN,

@@ -228,7 +228,7 @@ def apply(k: Any, ctx: dict[str, Any]) -> list[tuple[Status, GateRule, dict[str,
     is undecided, and none it reads is known to be false)."""
     verified = {g for g, row in k.gates.items() if row["status"] == "verified"}
     every = list(rules())
-    out = []
+    out: list[tuple[Status, GateRule, dict[str, Any], list[str]]] = []
     for r in every:
         if r.id in HANDLED_BY_ENGINE or r.id not in verified:
             continue

@@ -28,6 +28,8 @@ class Knowledge:
     flags: dict[str, dict[str, Any]] = field(default_factory=dict)  # flag -> row
     subkeys: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     parsers: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # the same names, in the order the release registers them (the scan's row order)
+    parser_order: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     gates: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule id -> row
     raises: list[dict[str, Any]] = field(default_factory=list)
     class_attrs: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
@@ -70,7 +72,11 @@ class Knowledge:
             from compat.verdict.serve_rules import ServeRules
 
             files = (self.release_facts.get("chat_template_files") or {}).get("files")
-            self._serve_rules = ServeRules(self.tree, self.parsers, files, self.version)
+            order = {
+                kind: self.parser_order.get(kind) or sorted(names)
+                for kind, names in self.parsers.items()
+            }
+            self._serve_rules = ServeRules(self.tree, order, files, self.version)
         return self._serve_rules
 
     def raise_at(self, needle: str) -> str:
@@ -140,6 +146,8 @@ def knowledge_from_facts(
     k.config_rows = list(tables.get("config_field", []))
     for r in tables.get("parser_name", []):
         k.parsers[r["kind"]].add(r["name"])
+        if r["name"] not in k.parser_order[r["kind"]]:
+            k.parser_order[r["kind"]].append(r["name"])
     for r in tables.get("gate_status", []):
         k.gates[r["rule_id"]] = r
     k.raises = [

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import posixpath
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,8 @@ from compat.vllm.cli_surface import SymbolResolver
 from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
 SERVE_CLI = "vllm/entrypoints/cli/serve.py"
+SCRIPTS = "vllm/scripts.py"  # the `vllm` command before vllm/entrypoints/cli (0.5-0.7)
+RUN_SERVER_CHECKS = "run_server"  # its checks before the socket, as a function (before 0.9)
 #: (stage, function, how it is reached from `vllm serve`), in the order vLLM runs them: the name
 #: imported into serve.py, or the name called by a function serve.py imports.
 ENTRY_POINTS = (
@@ -87,16 +90,28 @@ class VirtualPath:
     def name(self) -> str:
         return posixpath.basename(self._p)
 
+    def _known(self) -> None:
+        """A relative path resolves in vLLM's image, whose working directory is the release root
+        (what the golden runs reproduce); an absolute path is a file of the machine running vLLM."""
+        if posixpath.isabs(self._p):
+            raise _Unknown(
+                f"whether {self._p} exists (a file of the machine that runs vLLM, not of the release)"
+            )
+
     def exists(self) -> bool:
+        self._known()
         return self._p in self.files or any(f.startswith(self._p + "/") for f in self.files)
 
     def is_file(self) -> bool:
+        self._known()
         return self._p in self.files
 
 
 class _Manager:
-    """A parser manager as the release registers it: `list_registered()`, and the name -> parser
-    dicts older releases read directly (`ToolParserManager.tool_parsers.keys()`)."""
+    """A parser manager as the release registers it: the name -> parser dicts in registration
+    order (older releases read `ToolParserManager.tool_parsers.keys()` directly), and
+    `list_registered()`, which every release defining it answers sorted
+    (`sorted(set(cls.tool_parsers) | set(cls.lazy_parsers))`)."""
 
     def __init__(self, names: list[str]) -> None:
         self._names = names
@@ -104,7 +119,7 @@ class _Manager:
         self.tool_parsers = self.reasoning_parsers = self.lazy_parsers = registry
 
     def list_registered(self) -> list[str]:
-        return list(self._names)
+        return sorted(self._names)
 
 
 class ServeRules:
@@ -113,7 +128,7 @@ class ServeRules:
     def __init__(
         self,
         tree: VllmTree | None,
-        parsers: dict[str, set[str]],
+        parsers: Mapping[str, Collection[str]],  # parser names by kind, in registration order
         template_files: list[str] | None,
         version: str,
     ) -> None:
@@ -123,6 +138,7 @@ class ServeRules:
         self.program: IsolatedProgram | None = None
         self.entries: list[tuple[str, str, str, int]] = []  # (stage, name, file, line)
         self.missing: dict[str, str] = {}  # stage -> why its function was not found
+        self.absent: set[str] = set()  # stages this release does not have (nothing to run)
         if tree is None:
             self.reason = f"the source of vLLM {version} is not available"
             return
@@ -130,6 +146,13 @@ class ServeRules:
         functions: dict[str, tuple[ast.FunctionDef, str]] = {}
         for stage, name, via in ENTRY_POINTS:
             found = self._find(name, via)
+            if found is None and stage == "api_server":
+                found = self._run_server_checks()
+                if found is not None:
+                    name = RUN_SERVER_CHECKS
+            if found is None and stage == "validate" and self._never_called(name):
+                self.absent.add(stage)  # this release's `vllm serve` runs no such check
+                continue
             if found is None:
                 self.missing[stage] = (
                     f"{name} not found in vLLM {version} "
@@ -148,8 +171,9 @@ class ServeRules:
         host: dict[str, Any] = {
             "Path": path_cls,
             "argparse": argparse,
-            "ToolParserManager": _Manager(sorted(parsers.get("tool") or [])),
-            "ReasoningParserManager": _Manager(sorted(parsers.get("reasoning") or [])),
+            # in registration order: vLLM's messages list the manager's dict as it was filled
+            "ToolParserManager": _Manager(list(parsers.get("tool") or [])),
+            "ReasoningParserManager": _Manager(list(parsers.get("reasoning") or [])),
         }
         self._path = path_cls
         self.host = host
@@ -198,9 +222,59 @@ class ServeRules:
                 for n in ast.walk(caller[1])
             ):
                 return None
-        got = self.r.resolve(rel, name)
-        if got is not None and isinstance(got[1], ast.FunctionDef):
-            return got[0], got[1]
+        for home in (rel, SCRIPTS) if via is None else (rel,):  # main() calls it in scripts.py
+            got = self.r.resolve(home, name)
+            if got is not None and isinstance(got[1], ast.FunctionDef):
+                return got[0], got[1]
+        return None
+
+    def _never_called(self, name: str) -> bool:
+        """The release's `vllm serve` command is found and never names `name` (0.5-0.7:
+        vllm/scripts.py main() before validate_parsed_serve_args existed)."""
+        tree = self.tree
+        assert tree is not None  # ServeRules reads no source without one
+        homes = [m for m in (tree.parse(SERVE_CLI), tree.parse(SCRIPTS)) if m is not None]
+        return bool(homes) and not any(
+            isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.alias) and n.name == name
+            for m in homes
+            for n in ast.walk(m)
+        )
+
+    def _run_server_checks(self) -> tuple[str, ast.FunctionDef] | None:
+        """Before 0.9 the API server checks the parser names inline, at the top of `run_server`,
+        before it binds its socket: those statements, up to the first that calls
+        `create_server_socket` (or `socket.socket`, 0.6.2), as a function of `args` (logging
+        calls left out, they decide nothing; none left is a run_server that checks nothing).
+        `run_server` is found from the `vllm serve` command (serve.py, or vllm/scripts.py before
+        vllm/entrypoints/cli existed)."""
+        for rel in (SERVE_CLI, SCRIPTS):
+            got = self.r.resolve(rel, "run_server")
+            if got is None or not isinstance(got[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            file, fn = got[0], got[1]
+            body: list[ast.stmt] = []
+            for st in fn.body:
+                if any(
+                    isinstance(n, ast.Call)
+                    and ast.unparse(n.func).endswith(("create_server_socket", "socket.socket"))
+                    for n in ast.walk(st)
+                ):
+                    break
+                if _is_logging(st):
+                    continue
+                if any(
+                    isinstance(n, (ast.Await, ast.AsyncWith, ast.AsyncFor)) for n in ast.walk(st)
+                ):
+                    return None
+                body.append(st)
+            else:
+                return None  # no socket bound: not the shape this reads
+            template = ast.parse(f"def {RUN_SERVER_CHECKS}(args):\n    pass").body[0]
+            assert isinstance(template, ast.FunctionDef)
+            checks = template  # built by the parser, so every field this Python wants is there
+            checks.body = body or [ast.Pass()]
+            ast.copy_location(checks, fn)
+            return file, ast.fix_missing_locations(checks)
         return None
 
     def _helpers(self, functions: dict[str, tuple[ast.FunctionDef, str]]) -> None:
@@ -230,7 +304,7 @@ class ServeRules:
         if isinstance(node, ast.FunctionDef):
             helpers = {name: (node, got[0])}
             self._helpers(helpers)
-            sub = IsolatedProgram(self.tree, helpers, self.host, self._import)
+            sub = IsolatedProgram(self.r.tree, helpers, self.host, self._import)
             return lambda *a: sub.call(name, *a)
         if isinstance(node, ast.Assign):
             return self._path_constant(node.value, got[0])
@@ -266,6 +340,8 @@ class ServeRules:
             ]
         found = {e[0]: e for e in self.entries}
         for stage, _name, _via in ENTRY_POINTS:
+            if stage in self.absent:
+                continue
             if stage in self.missing or self.program is None:
                 out.append(
                     RuleResult(stage, "unknown", message=self.missing.get(stage, self.reason))
@@ -344,9 +420,20 @@ class ConfigObject:
         raise AttributeError(f"'{self._cls}' object has no attribute '{name}'")
 
 
+def _is_logging(st: ast.stmt) -> bool:
+    """`logger.info(...)` and the like: a statement that only logs."""
+    return (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Call)
+        and isinstance(st.value.func, ast.Attribute)
+        and isinstance(st.value.func.value, ast.Name)
+        and st.value.func.value.id == "logger"
+    )
+
+
 def _free(fn: ast.FunctionDef) -> set[str]:
     assigned = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
-    loaded = set()
+    loaded: set[str] = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Name):
             (assigned if isinstance(node.ctx, ast.Store) else loaded).add(node.id)

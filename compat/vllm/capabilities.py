@@ -202,6 +202,15 @@ class Capability:
     mro: list[str] = field(default_factory=list)
 
 
+def _all_of(*values: bool | None) -> bool | None:
+    """Three-valued `and`: False when one is False, else None when one is unknown, else True."""
+    if any(v is False for v in values):
+        return False
+    if any(v is None for v in values):
+        return None
+    return True
+
+
 def _where(m: Member | None) -> str:
     if m is None:
         return "not bound on the class (default)"
@@ -250,10 +259,13 @@ class CapabilityAnalyzer:
             return False, f"getattr({name}) -> default False"
         if mem.kind == "def":
             return True, f"{name} is a method of {_where(mem)}"
-        try:
-            val = ast.literal_eval(mem.node) if mem.node is not None else None
-        except (ValueError, SyntaxError, TypeError):
-            return None, f"{name} = {ast.unparse(mem.node)} at {_where(mem)} is not a literal"  # type: ignore[arg-type]
+        val = None
+        if mem.node is not None:
+            try:
+                val = ast.literal_eval(mem.node)
+            except (ValueError, SyntaxError, TypeError):
+                return None, f"{name} = {ast.unparse(mem.node)} at {_where(mem)} is not a literal"
+
         return bool(val), f"{name} = {val!r} at {_where(mem)}"
 
     def _callable(self, m: ClassModel, name: str) -> tuple[bool | None, str]:
@@ -320,36 +332,7 @@ class CapabilityAnalyzer:
             cap.reason = "unresolved bases: " + "; ".join(m.unresolved_bases)
         flags, ev = cap.flags, cap.evidence
         r = self.rules
-        # supports_pp: attributes (version-aware) and forward accepting intermediate_tensors.
-        if r.pp_rule is None:
-            flags["supports_pp"], ev["supports_pp"] = None, "PP rule of this release unknown"
-        elif r.pp_rule in ("list", "none"):
-            where = f"{r.pp_where[0]}:{r.pp_where[1]}"
-            flags["supports_pp"] = entry.arch in r.pp_archs
-            ev["supports_pp"] = (
-                f"[{r.pp_rule} rule] {entry.arch} {'in' if flags['supports_pp'] else 'not in'} "
-                f"_PP_SUPPORTED_MODELS ({where})"
-                if r.pp_rule == "list"
-                else f"[none rule] ParallelConfig refuses any PP size > 1 ({where})"
-            )
-        else:
-            nominal = any(
-                isinstance(c, ClassRef) and c.name == "SupportsPP" and c.module == _IF_MOD
-                for c in m.mro
-            )
-            proto_ok, why_p = self._isinstance_proto(m, _IF_MOD, "_SupportsPPType")
-            attrs_ok = (nominal or proto_ok) if r.pp_rule == "nominal+protocol" else proto_ok
-            fwd_ok, why_f = self._forward_kw(m, "intermediate_tensors")
-            if attrs_ok is False or fwd_ok is False:
-                flags["supports_pp"] = False
-            elif attrs_ok is None or fwd_ok is None:
-                flags["supports_pp"] = None
-            else:
-                flags["supports_pp"] = True
-            attrs_why = (
-                "SupportsPP in MRO" if (r.pp_rule == "nominal+protocol" and nominal) else why_p
-            )
-            ev["supports_pp"] = f"[{r.pp_rule} rule] {attrs_why}; {why_f}"
+        flags["supports_pp"], ev["supports_pp"] = self._supports_pp(entry, m)
         for flag, attr in r.attr_flags.items():
             if attr is None:
                 flags[flag], ev[flag] = None, "predicate shape unknown in this release"
@@ -360,33 +343,11 @@ class CapabilityAnalyzer:
                 flags[flag], ev[flag] = None, "predicate shape unknown in this release"
             else:
                 flags[flag], ev[flag] = self._isinstance_proto(m, _IF_MOD, proto)
-        vm, why_vm = self._is_vllm_model(m)
-        if not r.pooling_attr:
-            flags["is_pooling_model"], ev["is_pooling_model"] = None, "predicate shape unknown"
-        else:
-            pa, why_pa = self._attr(m, "is_pooling_model")
-            flags["is_pooling_model"] = (
-                False
-                if (vm is False or pa is False)
-                else (None if (vm is None or pa is None) else True)
-            )
-            ev["is_pooling_model"] = f"{why_vm}; {why_pa}"
-        if r.text_gen is None:
-            flags["is_text_generation_model"], ev["is_text_generation_model"] = (
-                None,
-                "predicate shape unknown",
-            )
-        else:
-            if r.text_gen == "protocol":
-                tg, why_tg = self._isinstance_proto(m, _IFB_MOD, "VllmModelForTextGeneration")
-            else:
-                tg, why_tg = self._callable(m, "compute_logits")
-            flags["is_text_generation_model"] = (
-                False
-                if (vm is False or tg is False)
-                else (None if (vm is None or tg is None) else True)
-            )
-            ev["is_text_generation_model"] = f"{why_vm}; {why_tg}"
+        vm = self._is_vllm_model(m)
+        flags["is_pooling_model"], ev["is_pooling_model"] = self._is_pooling(m, vm)
+        flags["is_text_generation_model"], ev["is_text_generation_model"] = (
+            self._is_text_generation(m, vm)
+        )
         moe = [
             c
             for c in m.mro
@@ -395,6 +356,48 @@ class CapabilityAnalyzer:
         flags["is_moe"] = bool(moe)
         ev["is_moe"] = "MixtureOfExperts in MRO" if moe else "MixtureOfExperts not in MRO"
         return cap
+
+    def _supports_pp(self, entry: RegistryEntry, m: ClassModel) -> tuple[bool | None, str]:
+        """supports_pp: the release's rule (an arch list, none at all, or the class's attributes
+        (version-aware) and a forward accepting intermediate_tensors)."""
+        r = self.rules
+        if r.pp_rule is None:
+            return None, "PP rule of this release unknown"
+        if r.pp_rule in ("list", "none"):
+            where = f"{r.pp_where[0]}:{r.pp_where[1]}"
+            listed = entry.arch in r.pp_archs
+            return listed, (
+                f"[{r.pp_rule} rule] {entry.arch} {'in' if listed else 'not in'} "
+                f"_PP_SUPPORTED_MODELS ({where})"
+                if r.pp_rule == "list"
+                else f"[none rule] ParallelConfig refuses any PP size > 1 ({where})"
+            )
+        nominal = any(
+            isinstance(c, ClassRef) and c.name == "SupportsPP" and c.module == _IF_MOD
+            for c in m.mro
+        )
+        proto_ok, why_p = self._isinstance_proto(m, _IF_MOD, "_SupportsPPType")
+        attrs_ok = (nominal or proto_ok) if r.pp_rule == "nominal+protocol" else proto_ok
+        fwd_ok, why_f = self._forward_kw(m, "intermediate_tensors")
+        attrs_why = "SupportsPP in MRO" if (r.pp_rule == "nominal+protocol" and nominal) else why_p
+        return _all_of(attrs_ok, fwd_ok), f"[{r.pp_rule} rule] {attrs_why}; {why_f}"
+
+    def _is_pooling(self, m: ClassModel, vm: tuple[bool | None, str]) -> tuple[bool | None, str]:
+        if not self.rules.pooling_attr:
+            return None, "predicate shape unknown"
+        pa, why_pa = self._attr(m, "is_pooling_model")
+        return _all_of(vm[0], pa), f"{vm[1]}; {why_pa}"
+
+    def _is_text_generation(
+        self, m: ClassModel, vm: tuple[bool | None, str]
+    ) -> tuple[bool | None, str]:
+        if self.rules.text_gen is None:
+            return None, "predicate shape unknown"
+        if self.rules.text_gen == "protocol":
+            tg, why_tg = self._isinstance_proto(m, _IFB_MOD, "VllmModelForTextGeneration")
+        else:
+            tg, why_tg = self._callable(m, "compute_logits")
+        return _all_of(vm[0], tg), f"{vm[1]}; {why_tg}"
 
 
 def analyze_release(

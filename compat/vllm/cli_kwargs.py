@@ -33,7 +33,13 @@ TYPE_NAMES = {
     "union_dict_and_str": "json_or_str",
     "parse_dataclass": "dataclass",
 }
-DELETED = object()  # `del kwargs["field"]["key"]`
+
+
+class _Deleted(ast.expr):
+    """Stands where `del kwargs["field"]["key"]` removed a keyword; compared by identity."""
+
+
+DELETED: ast.expr = _Deleted()
 
 
 @dataclass
@@ -60,6 +66,9 @@ class ArgSpec:
     default_kind: str = "literal"  # literal | factory:<Class> | unknown
     dest: str = ""
     unknown: str = ""  # why argparse's behaviour for this option could not be determined
+    # choices computed from a registry when the parser is built ("tool", "reasoning"):
+    # the parser names the scan finds, in the order the release registers them
+    choices_registry: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -170,7 +179,7 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
     """(type name, parse-wrapped, optional-wrapped, source) of a `type=` expression."""
     src = ast.unparse(node)
     if isinstance(node, ast.Call):
-        fn = _dotted(node.func) or ""
+        fn = dotted(node.func) or ""
         short = fn.split(".")[-1]
         if short in ("optional_type", "parse_type") and node.args:
             inner, _p, opt, _s = type_of(node.args[0])
@@ -178,7 +187,7 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
         return "callable", False, False, src
     if isinstance(node, ast.Lambda):
         return "transform", False, False, src
-    name = _dotted(node) or ""
+    name = dotted(node) or ""
     if name in TYPE_NAMES or name.split(".")[-1] in TYPE_NAMES and name.split(".")[-1] != "loads":
         return TYPE_NAMES.get(name) or TYPE_NAMES[name.split(".")[-1]], False, False, src
     if name.split(".")[-1] == "check_port":
@@ -187,11 +196,17 @@ def type_of(node: ast.expr) -> tuple[str | None, bool, bool, str]:
 
 
 def apply_kwargs(
-    spec: ArgSpec, kw: dict[str, Any], file: str, line: int, resolve_default: Any = None
+    spec: ArgSpec,
+    kw: dict[str, Any],
+    file: str,
+    line: int,
+    resolve_default: Any = None,
+    resolve_choices: Any = None,
 ) -> ArgSpec:
     """Overlay keyword arguments (customisations or the call's own), as argparse would receive them.
 
-    `resolve_default(node) -> (value, kind)` reads a `default=Config.field` reference."""
+    `resolve_default(node) -> (value, kind)` reads a `default=Config.field` reference;
+    `resolve_choices(node) -> (values, registry)` a computed `choices=` (compat.vllm.cli_choices)."""
     for key, node in kw.items():
         if node is DELETED:
             if key == "type":
@@ -229,7 +244,15 @@ def apply_kwargs(
                 spec.metavar_only = False
                 spec.choices_file, spec.choices_line = file, line
             except (ValueError, SyntaxError, TypeError):
-                spec.unknown = f"choices={ast.unparse(node)} is not a literal"
+                values, registry = (
+                    resolve_choices(node) if resolve_choices is not None else (None, "")
+                )
+                if values is None and not registry:
+                    spec.unknown = f"choices={ast.unparse(node)} is not a literal"
+                else:
+                    spec.choices, spec.choices_registry = values, registry
+                    spec.metavar_only = False
+                    spec.choices_file, spec.choices_line = file, line
         elif key == "default":
             try:
                 spec.default, spec.default_kind = ast.literal_eval(node), "literal"
@@ -324,7 +347,7 @@ def kwargs_profile(compute_kwargs: ast.FunctionDef | None) -> KwargsProfile:
             if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript):
                 t = st.targets[0]
                 if isinstance(t.slice, ast.Constant) and t.slice.value == "type":
-                    tname = TYPE_NAMES.get(_dotted(st.value) or "", None)
+                    tname = TYPE_NAMES.get(dotted(st.value) or "", None)
                     if tname:
                         for n in names:
                             prof.name_types.setdefault(n, tname)
@@ -343,7 +366,11 @@ def _name_test(test: ast.expr, sets: dict[str, list[str]] | None = None) -> list
         and len(test.ops) == 1
     ):
         right = test.comparators[0]
-        if isinstance(test.ops[0], ast.Eq) and isinstance(right, ast.Constant):
+        if (
+            isinstance(test.ops[0], ast.Eq)
+            and isinstance(right, ast.Constant)
+            and isinstance(right.value, str)
+        ):
             return [right.value]
         if isinstance(test.ops[0], ast.In) and isinstance(right, ast.Name):
             return list((sets or {}).get(right.id, []))
@@ -373,14 +400,17 @@ def str_chain(expr: ast.expr, arg: str) -> list[tuple[str, tuple[str, ...]]] | N
     node = expr
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         name = node.func.attr
+        args = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
         if (
             name not in _STR_METHODS
             or node.keywords
             or len(node.args) != _STR_METHODS[name]
-            or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+            or len(args) != len(node.args)
         ):
             return None
-        steps.append((name, tuple(a.value for a in node.args)))  # type: ignore[misc]
+        steps.append((name, tuple(args)))
         node = node.func.value
     if not (isinstance(node, ast.Name) and node.id == arg):
         return None
@@ -404,10 +434,11 @@ def apply_chain(chain: list[tuple[str, tuple[str, ...]]], value: str) -> str:
     return value
 
 
-def _dotted(node: ast.AST | None) -> str | None:
+def dotted(node: ast.AST | None) -> str | None:
+    """`a.b.c` of a Name or an Attribute chain over a Name, else None."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
+        inner = dotted(node.value)
         return f"{inner}.{node.attr}" if inner else None
     return None

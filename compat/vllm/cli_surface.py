@@ -30,9 +30,10 @@ runtime; the static surface describes in-tree flags only.
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeGuard
 
 from compat.sources.tree import VllmTree
 from compat.vllm.cli_kwargs import (
@@ -41,11 +42,13 @@ from compat.vllm.cli_kwargs import (
     Hint,
     KwargsProfile,
     apply_kwargs,
+    dotted,
     from_hints,
     kwargs_profile,
 )
 
 SERVE_CLI = "vllm/entrypoints/cli/serve.py"
+SCRIPTS = "vllm/scripts.py"  # the `vllm` command before vllm/entrypoints/cli (0.5-0.7)
 ARG_UTILS = "vllm/engine/arg_utils.py"
 _MAKE_ARG_PARSER_CANDIDATES = (
     "vllm/entrypoints/common/cli_args.py",
@@ -72,7 +75,6 @@ _DATACLASS_DECORATORS = {
     "pydantic.dataclasses.dataclass",
     "pydantic_dataclass",
 }
-_TYPE_ALIAS: type | None = getattr(ast, "TypeAlias", None)  # `type X = ...` (Python 3.12+)
 _BUILTIN_TYPES = {
     "bool",
     "int",
@@ -196,6 +198,8 @@ class CliSurface:
 
 # --------------------------------------------------------------------------- resolver
 
+FunctionNode: TypeAlias = ast.FunctionDef | ast.AsyncFunctionDef
+
 
 @dataclass
 class ClassInfo:
@@ -274,9 +278,9 @@ class SymbolResolver:
                 for h in st.handlers:
                     self._collect(h.body, out)
                 self._collect(st.orelse, out)
-            elif (
-                _TYPE_ALIAS is not None
-                and isinstance(st, _TYPE_ALIAS)
+            elif (  # `type X = ...` (Python 3.12+)
+                sys.version_info >= (3, 12)
+                and isinstance(st, ast.TypeAlias)
                 and isinstance(st.name, ast.Name)
             ):
                 out.setdefault(st.name.id, []).append(st)
@@ -293,7 +297,7 @@ class SymbolResolver:
             if isinstance(
                 node,
                 (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign),
-            ) or (_TYPE_ALIAS is not None and isinstance(node, _TYPE_ALIAS)):
+            ) or (sys.version_info >= (3, 12) and isinstance(node, ast.TypeAlias)):
                 return rel, node
         for node in cands:
             if isinstance(node, ast.ImportFrom):
@@ -335,7 +339,7 @@ class SymbolResolver:
     def bases(self, cls: ClassInfo) -> list[ClassInfo]:
         out = []
         for b in cls.node.bases:
-            nm = _dotted(b.value if isinstance(b, ast.Subscript) else b)
+            nm = dotted(b.value if isinstance(b, ast.Subscript) else b)
             if nm is None:
                 continue
             got = self.resolve_class(cls.file, nm)
@@ -354,17 +358,17 @@ class SymbolResolver:
                     seen.append(c)
         return seen
 
-    def find_method(self, cls: ClassInfo, name: str) -> tuple[ClassInfo, ast.FunctionDef] | None:
+    def find_method(self, cls: ClassInfo, name: str) -> tuple[ClassInfo, FunctionNode] | None:
         for c in self.mro(cls):
             for st in c.node.body:
                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == name:
-                    return c, st  # type: ignore[return-value]
+                    return c, st
         return None
 
     def is_dataclass(self, cls: ClassInfo) -> bool:
         for c in self.mro(cls):
             for d in c.node.decorator_list:
-                nm = _dotted(d.func if isinstance(d, ast.Call) else d)
+                nm = dotted(d.func if isinstance(d, ast.Call) else d)
                 if nm in _DATACLASS_DECORATORS or (nm or "").endswith(".dataclass"):
                     return True
         return False
@@ -373,7 +377,7 @@ class SymbolResolver:
         """Derives from dict (`class X(dict[str, Y])`), directly or through resolved bases."""
         for c in self.mro(cls):
             for b in c.node.bases:
-                nm = _dotted(b.value if isinstance(b, ast.Subscript) else b) or ""
+                nm = dotted(b.value if isinstance(b, ast.Subscript) else b) or ""
                 if nm.split(".")[-1] == "dict":
                     return True
         return False
@@ -382,7 +386,7 @@ class SymbolResolver:
         """Derives from enum.Enum (or IntEnum, StrEnum, ...), directly or through resolved bases."""
         for c in self.mro(cls):
             for b in c.node.bases:
-                nm = _dotted(b) or ""
+                nm = dotted(b) or ""
                 if nm.split(".")[-1] in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
                     return True
         return False
@@ -423,7 +427,7 @@ class SymbolResolver:
         if value is None:
             return None, "unknown"  # no default: required
         if isinstance(value, ast.Call):
-            fn = (_dotted(value.func) or "").split(".")[-1]
+            fn = (dotted(value.func) or "").split(".")[-1]
             kw = {k.arg: k.value for k in value.keywords if k.arg}
             if fn in ("field", "Field"):
                 if "default" in kw:
@@ -431,7 +435,7 @@ class SymbolResolver:
                 if value.args and fn == "Field":
                     return self._default_of(value.args[0], rel, depth + 1)
                 factory = kw.get("default_factory")
-                name = _dotted(factory) if factory is not None else None
+                name = dotted(factory) if factory is not None else None
                 if name in ("list", "dict", "set", "tuple"):
                     return {"list": [], "dict": {}, "set": [], "tuple": []}[name], "literal"
                 if name:
@@ -442,7 +446,7 @@ class SymbolResolver:
                 and len(value.args) == 2
                 and isinstance(value.args[1], ast.Constant)
             ):
-                owner = self.resolve_class(rel, _dotted(value.args[0]) or "")
+                owner = self.resolve_class(rel, dotted(value.args[0]) or "")
                 if owner is not None:
                     return self.field_default(owner, str(value.args[1].value), depth + 1)
             return None, "unknown"
@@ -473,7 +477,7 @@ class FieldInfo:
 
 
 def _field_init(value: ast.expr | None) -> bool:
-    if isinstance(value, ast.Call) and (_dotted(value.func) or "").split(".")[-1] in (
+    if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] in (
         "field",
         "Field",
     ):
@@ -481,15 +485,6 @@ def _field_init(value: ast.expr | None) -> bool:
             if kw.arg == "init" and isinstance(kw.value, ast.Constant):
                 return bool(kw.value.value)
     return True
-
-
-def _dotted(node: ast.AST | None) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
 
 
 # --------------------------------------------------------------------------- annotations
@@ -519,46 +514,62 @@ class AnnotationReader:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             return self.hints(node.left, rel, depth + 1) + self.hints(node.right, rel, depth + 1)
         if isinstance(node, ast.Subscript):
-            origin = (_dotted(node.value) or "").split(".")[-1]
-            sl = node.slice
-            elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-            if origin == "Optional":
-                return self.hints(elts[0], rel, depth + 1) + [_Hint("None")]
-            if origin == "Union":
-                return [h for e in elts for h in self.hints(e, rel, depth + 1)]
-            if origin in ("Annotated", "SkipValidation", "ClassVar", "InitVar", "Final"):
-                return self.hints(elts[0], rel, depth + 1)
-            if origin == "Literal":
-                vals = []
-                for e in elts:
-                    try:
-                        vals.append(ast.literal_eval(e))
-                    except ValueError:
-                        # Literal[OtherAlias, "x"]: typing flattens a nested Literal alias
-                        nested = [h for h in self.hints(e, rel, depth + 1) if h.kind == "Literal"]
-                        if nested:
-                            vals.extend(nested[0].values or [])
-                        else:
-                            vals.append(ast.unparse(e))
-                return [_Hint("Literal", values=vals, file=rel, line=node.lineno)]
-            low = origin.lower()
-            if low in ("dict", "mapping", "mutablemapping"):
-                return [_Hint("dict", elems=[self.hints(e, rel, depth + 1) for e in elts])]
-            if low in ("list", "sequence", "tuple", "set", "frozenset"):
-                ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts)
-                members = [
-                    self.hints(e, rel, depth + 1)
-                    for e in elts
-                    if not (isinstance(e, ast.Constant) and e.value is Ellipsis)
-                ]
-                kind = (
-                    "tuple" if low == "tuple" else "set" if low in ("set", "frozenset") else "list"
-                )
-                return [_Hint(kind, elems=members, ellipsis=ellipsis)]
-            return [_Hint("other", name=origin)]
-        name = _dotted(node)
+            return self._subscript_hints(node, rel, depth)
+        name = dotted(node)
         if name is None:
             return [_Hint("other")]
+        return self._named_hints(name, rel, depth)
+
+    def _subscript_hints(self, node: ast.Subscript, rel: str, depth: int) -> list[_Hint]:
+        """`Origin[args]`: unions, wrappers, Literal values and the generic collections."""
+        origin = (dotted(node.value) or "").split(".")[-1]
+        sl = node.slice
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        if origin == "Optional":
+            return self.hints(elts[0], rel, depth + 1) + [_Hint("None")]
+        if origin == "Union":
+            return [h for e in elts for h in self.hints(e, rel, depth + 1)]
+        if origin in ("Annotated", "SkipValidation", "ClassVar", "InitVar", "Final"):
+            return self.hints(elts[0], rel, depth + 1)
+        if origin == "Literal":
+            return [
+                _Hint(
+                    "Literal",
+                    values=self._literal_values(elts, rel, depth),
+                    file=rel,
+                    line=node.lineno,
+                )
+            ]
+        low = origin.lower()
+        if low in ("dict", "mapping", "mutablemapping"):
+            return [_Hint("dict", elems=[self.hints(e, rel, depth + 1) for e in elts])]
+        if low in ("list", "sequence", "tuple", "set", "frozenset"):
+            ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts)
+            members = [
+                self.hints(e, rel, depth + 1)
+                for e in elts
+                if not (isinstance(e, ast.Constant) and e.value is Ellipsis)
+            ]
+            kind = "tuple" if low == "tuple" else "set" if low in ("set", "frozenset") else "list"
+            return [_Hint(kind, elems=members, ellipsis=ellipsis)]
+        return [_Hint("other", name=origin)]
+
+    def _literal_values(self, elts: list[ast.expr], rel: str, depth: int) -> list[Any]:
+        vals: list[Any] = []
+        for e in elts:
+            try:
+                vals.append(ast.literal_eval(e))
+            except ValueError:
+                # Literal[OtherAlias, "x"]: typing flattens a nested Literal alias
+                nested = [h for h in self.hints(e, rel, depth + 1) if h.kind == "Literal"]
+                if nested:
+                    vals.extend(nested[0].values or [])
+                else:
+                    vals.append(ast.unparse(e))
+        return vals
+
+    def _named_hints(self, name: str, rel: str, depth: int) -> list[_Hint]:
+        """A plain or dotted name: a builtin, or what the module binds it to (class, alias)."""
         short = name.split(".")[-1]
         if short in ("bool", "int", "float", "str"):
             return [_Hint(short)]
@@ -572,31 +583,27 @@ class AnnotationReader:
         if got is not None:
             frel, defn = got
             if isinstance(defn, ast.ClassDef):
-                info = ClassInfo(defn.name, frel, defn)
-                if self.r.is_enum(info):
-                    return [_Hint("enum", name=defn.name, cls=info, file=frel, line=defn.lineno)]
-                return [
-                    _Hint(
-                        "class",
-                        name=defn.name,
-                        cls=info,
-                        file=frel,
-                        line=defn.lineno,
-                        is_dataclass=self.r.is_dataclass(info),
-                        dict_subclass=self.r.is_dict(info),
-                    )
-                ]
-            alias_val = None
-            if isinstance(defn, (ast.Assign, ast.AnnAssign)) or (
-                _TYPE_ALIAS is not None and isinstance(defn, _TYPE_ALIAS)
-            ):
+                return [self._class_hint(ClassInfo(defn.name, frel, defn))]
+            alias_val = defn.value if isinstance(defn, (ast.Assign, ast.AnnAssign)) else None
+            if sys.version_info >= (3, 12) and isinstance(defn, ast.TypeAlias):
                 alias_val = defn.value
-            if alias_val is not None and isinstance(
-                alias_val, (ast.Subscript, ast.BinOp, ast.Name, ast.Attribute)
-            ):
+            if isinstance(alias_val, (ast.Subscript, ast.BinOp, ast.Name, ast.Attribute)):
                 # `X = Literal[...]`, `X: TypeAlias = A | B`; `X = TypeVar(...)` is not an alias
                 return self.hints(alias_val, frel, depth + 1)
         return [_Hint("other", name=short)]
+
+    def _class_hint(self, info: ClassInfo) -> _Hint:
+        if self.r.is_enum(info):
+            return _Hint("enum", name=info.name, cls=info, file=info.file, line=info.line)
+        return _Hint(
+            "class",
+            name=info.name,
+            cls=info,
+            file=info.file,
+            line=info.line,
+            is_dataclass=self.r.is_dataclass(info),
+            dict_subclass=self.r.is_dict(info),
+        )
 
     def classify(self, hints: list[_Hint]) -> tuple[str, str | None, list[str] | None]:
         """(value_type, json_class, choices), mirroring `_compute_kwargs`' branch order."""
@@ -633,6 +640,12 @@ class AnnotationReader:
 
 
 # --------------------------------------------------------------------------- extraction
+
+
+#: variable -> (config class, field) it holds `get_kwargs(Cls)` (field None) or one field's kwargs of
+_KwargsVars: TypeAlias = dict[str, tuple[ClassInfo | None, str | None]]
+#: (config class, field) -> argparse keyword -> the value assigned to it in the function
+_Overrides: TypeAlias = dict[tuple[str, str], dict[str, ast.expr]]
 
 
 @dataclass
@@ -684,6 +697,12 @@ class _CliExtractor:
     # ---- interpretation of a function that adds arguments
 
     def run(self) -> None:
+        own = self._serve_subparser_arguments()
+        self._run_make_arg_parser()
+        if own is not None:
+            self._prepend(*own)
+
+    def _run_make_arg_parser(self) -> None:
         found = self.find_make_arg_parser()
         if found is None:
             self.sources.append(
@@ -713,6 +732,47 @@ class _CliExtractor:
         self.sources.append(SourceStatus("make_arg_parser", "ok", rel, fn.lineno))
         self._interpret(fn, _Ctx(rel, None, "make_arg_parser"))
 
+    def _serve_subparser_arguments(
+        self,
+    ) -> tuple[list[CliFlag], list[tuple[str, ArgSpec, str, int]]] | None:
+        """The arguments the `serve` subparser gets before `make_arg_parser(serve_parser)` is
+        called on it: up to 0.9 the positional `model_tag` and `--config` are added there (0.5-0.7
+        in `vllm/scripts.py` main, 0.8-0.9 in the serve subcommand's `subparser_init`); later
+        releases add them in make_arg_parser itself. Interpreted into fresh lists, which `run`
+        puts first, as argparse registers them first."""
+        for rel in (SERVE_CLI, SCRIPTS):
+            mod = self.tree.parse(rel)
+            for fn in (n for n in ast.walk(mod) if isinstance(n, ast.FunctionDef)) if mod else ():
+                target = _make_arg_parser_target(fn)
+                if target is None:
+                    continue
+                name, line = target
+                saved = self.flags, self.positionals
+                self.flags, self.positionals = [], []
+                try:
+                    for call, cond in _calls_with_conditions(fn):
+                        f = call.func
+                        if (
+                            call.lineno < line
+                            and isinstance(f, ast.Attribute)
+                            and f.attr == "add_argument"
+                            and isinstance(f.value, ast.Name)
+                            and f.value.id == name
+                        ):
+                            self._add_argument(call, cond, _Ctx(rel, None, fn.name), {}, {})
+                    return self.flags, self.positionals
+                finally:
+                    self.flags, self.positionals = saved
+        return None
+
+    def _prepend(
+        self, flags: list[CliFlag], positionals: list[tuple[str, ArgSpec, str, int]]
+    ) -> None:
+        have = {f.flag for f in self.flags}
+        self.flags[:0] = [f for f in flags if f.flag not in have]
+        dests = {p[0] for p in self.positionals}
+        self.positionals[:0] = [p for p in positionals if p[0] not in dests]
+
     def _interpret_add_cli_args(self, cls: ClassInfo) -> None:
         got = self.r.find_method(cls, "add_cli_args")
         label = f"{cls.name}.add_cli_args"
@@ -735,7 +795,7 @@ class _CliExtractor:
         self.sources.append(SourceStatus(label, "ok", owner.file, fn.lineno))
         self._interpret(fn, _Ctx(owner.file, cls, label))
 
-    def _interpret(self, fn: ast.FunctionDef, ctx: _Ctx) -> None:
+    def _interpret(self, fn: FunctionNode, ctx: _Ctx) -> None:
         kwvars = self._kwargs_vars(fn, ctx)
         overrides = self._overrides(fn, kwvars)
         for call, cond in _calls_with_conditions(fn):
@@ -743,7 +803,7 @@ class _CliExtractor:
             if isinstance(f, ast.Attribute) and f.attr == "add_argument":
                 self._add_argument(call, cond, ctx, kwvars, overrides)
             elif isinstance(f, ast.Attribute) and f.attr == "add_cli_args":
-                owner = _dotted(f.value)
+                owner = dotted(f.value)
                 if owner is None:
                     continue
                 if owner == "cls" and ctx.cls is not None:
@@ -762,11 +822,9 @@ class _CliExtractor:
                     continue
                 self._interpret_add_cli_args(target)
 
-    def _kwargs_vars(
-        self, fn: ast.FunctionDef, ctx: _Ctx
-    ) -> dict[str, tuple[ClassInfo | None, str | None]]:
+    def _kwargs_vars(self, fn: FunctionNode, ctx: _Ctx) -> _KwargsVars:
         """Variables bound to `get_kwargs(Cls)` (field None) or `get_kwargs(Cls)["f"]` / `x["f"]`."""
-        out: dict[str, tuple[ClassInfo | None, str | None]] = {}
+        out: _KwargsVars = {}
         for st in ast.walk(fn):
             if not (
                 isinstance(st, ast.Assign)
@@ -777,25 +835,40 @@ class _CliExtractor:
             name, v = st.targets[0].id, st.value
             if _is_get_kwargs(v):
                 out[name] = (self._get_kwargs_class(v, ctx), None)
-            elif isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant):
+            elif isinstance(v, ast.Subscript) and (key := _str_const(v.slice)) is not None:
                 base = v.value
                 if _is_get_kwargs(base):
-                    out[name] = (self._get_kwargs_class(base, ctx), v.slice.value)
+                    out[name] = (self._get_kwargs_class(base, ctx), key)
                 elif isinstance(base, ast.Name) and base.id in out and out[base.id][1] is None:
-                    out[name] = (out[base.id][0], v.slice.value)
+                    out[name] = (out[base.id][0], key)
         return out
 
     def _get_kwargs_class(self, call: ast.Call, ctx: _Ctx) -> ClassInfo | None:
         if not call.args:
             return None
-        nm = _dotted(call.args[0])
+        nm = dotted(call.args[0])
         if nm == "cls":
             return ctx.cls
         return self.r.resolve_class(ctx.file, nm) if nm else None
 
-    def _overrides(self, fn: ast.FunctionDef, kwvars) -> dict[tuple[str, str], dict[str, ast.expr]]:
+    def _choices_resolver(self, rel: str, line: int) -> Any:
+        """compat.vllm.cli_choices.choices_of for a `choices=` written at rel:line (a local name
+        resolved in the function around it)."""
+        from compat.vllm.cli_choices import choices_of
+
+        mod = self.r.tree.parse(rel)
+        fn = None
+        for node in ast.walk(mod) if mod is not None else ():
+            if isinstance(node, ast.FunctionDef) and node.lineno <= line <= (
+                node.end_lineno or node.lineno
+            ):
+                if fn is None or node.lineno >= fn.lineno:
+                    fn = node  # the innermost
+        return lambda node: choices_of(self.r, rel, node, fn)
+
+    def _overrides(self, fn: FunctionNode, kwvars: _KwargsVars) -> _Overrides:
         """`xxx_kwargs["field"]["type"] = ...` and `alias["type"] = ...` in the function."""
-        out: dict[tuple[str, str], dict[str, ast.expr]] = {}
+        out: _Overrides = {}
         for st in ast.walk(fn):
             if not isinstance(st, (ast.Assign, ast.Delete)):
                 continue
@@ -819,128 +892,133 @@ class _CliExtractor:
                 return vt, jc, ch, fi
         return "unknown", None, None, None
 
-    def _add_argument(self, call: ast.Call, cond: str | None, ctx: _Ctx, kwvars, overrides) -> None:
-        lits = [a for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        fstrs = [a for a in call.args if isinstance(a, ast.JoinedStr)]
-        if fstrs and ctx.cls is not None:
+    def _add_argument(
+        self,
+        call: ast.Call,
+        cond: str | None,
+        ctx: _Ctx,
+        kwvars: _KwargsVars,
+        overrides: _Overrides,
+    ) -> None:
+        """One `add_argument(...)` call: its option strings, value type and argparse spec."""
+        lits = [(s, a.lineno) for a in call.args if (s := _str_const(a)) is not None]
+        if ctx.cls is not None and any(isinstance(a, ast.JoinedStr) for a in call.args):
             self._fields_expansion(ctx, call)
             return
-        opts = [a for a in lits if a.value.startswith("-")]
-        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        opts = [(s, line) for s, line in lits if s.startswith("-")]
+        kw: dict[str, ast.expr] = {k.arg: k.value for k in call.keywords if k.arg}
         if not opts:
             if lits:  # the positional `model_tag`
-                spec = apply_kwargs(ArgSpec(dest=lits[0].value), kw, ctx.file, call.lineno)
-                self.positionals.append((lits[0].value, spec, ctx.file, lits[0].lineno))
+                dest, line = lits[0]
+                spec = apply_kwargs(ArgSpec(dest=dest), kw, ctx.file, call.lineno)
+                self.positionals.append((dest, spec, ctx.file, line))
             return
-        # `**{**cache_kwargs["x"], "default": None}`: unfold dict literals into spreads + keywords.
-        spreads: list[ast.expr] = []
-        pending = [k.value for k in call.keywords if k.arg is None]
-        while pending:
-            v = pending.pop(0)
-            if isinstance(v, ast.Dict):
-                for dk, dv in zip(v.keys, v.values):
-                    if dk is None:
-                        pending.append(dv)
-                    elif isinstance(dk, ast.Constant) and isinstance(dk.value, str):
-                        kw[dk.value] = dv
-            else:
-                spreads.append(v)
-        backing_cls, backing_field = None, None
-        for v in spreads:
-            if True:  # **xxx_kwargs["field"] or **alias
-                if (
-                    isinstance(v, ast.Subscript)
-                    and isinstance(v.slice, ast.Constant)
-                    and isinstance(v.value, ast.Name)
-                    and v.value.id in kwvars
-                ):
-                    backing_cls, backing_field = kwvars[v.value.id][0], v.slice.value
-                elif isinstance(v, ast.Name) and v.id in kwvars and kwvars[v.id][1] is not None:
-                    backing_cls, backing_field = kwvars[v.id]
+        backing_cls, backing_field = _backing_field(_unfold_spreads(call, kw), kwvars)
+        owner = backing_cls.name if backing_cls else None
+        ov = overrides.get((owner or "?", backing_field or ""), {})
         value_type, json_class, choices = "none", None, None
         if backing_field is not None:
             value_type, json_class, choices, _fi = self._field_type(backing_cls, backing_field)
-            ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
             value_type, choices = _apply_overrides(value_type, choices, _live(ov))
         value_type, choices = _apply_explicit(
             value_type, choices, kw, explicit_only=backing_field is None
         )
-        spec = (
-            self._field_spec(backing_cls, backing_field) if backing_field is not None else ArgSpec()
-        )
-        if backing_field is not None:
-            ov = overrides.get((backing_cls.name if backing_cls else "?", backing_field), {})
-            apply_kwargs(spec, ov, ctx.file, call.lineno)
-        ch = kw.get("choices")
-        get_args = (
-            isinstance(ch, ast.Call)
-            and _dotted(ch.func) in ("get_args", "typing.get_args")
-            and bool(ch.args)
-        )
+        spec = self._argument_spec(call, ctx, kw, (backing_cls, backing_field), ov)
+        choices, value_type = self._literal_choices(spec, kw, ctx, choices, value_type)
+        longs = [s for s, _line in opts if s.startswith("--")]
+        canonical = longs[0] if longs else opts[0][0]
+        dest = kw_dest(kw) or canonical.lstrip("-").replace("-", "_")
+        spec.dest = dest
+        common: dict[str, Any] = {
+            "canonical": canonical,
+            "dest": dest,
+            "file": ctx.file,
+            "source": ctx.source,
+            "config_class": owner,
+            "config_field": backing_field,
+            "conditional": cond,
+        }
+        for flag, line in opts:
+            kind = "long" if flag.startswith("--") else "short"
+            self.flags.append(
+                CliFlag(
+                    flag=flag,
+                    kind=kind,
+                    line=line,
+                    value_type=value_type,
+                    json_class=json_class,
+                    choices=choices,
+                    spec=spec,
+                    **common,
+                )
+            )
+        if value_type == "bool" and _negates(kw, backing_field is not None, _live(ov)):
+            for flag, line in opts:
+                if flag.startswith("--"):
+                    self.flags.append(
+                        CliFlag(
+                            flag="--no-" + flag[2:],
+                            kind="negated",
+                            line=line,
+                            value_type="bool",
+                            **common,
+                        )
+                    )
+
+    def _argument_spec(
+        self,
+        call: ast.Call,
+        ctx: _Ctx,
+        kw: dict[str, ast.expr],
+        backing: tuple[ClassInfo | None, str | None],
+        ov: dict[str, ast.expr],
+    ) -> ArgSpec:
+        """What argparse is told: the backing field's `_compute_kwargs`, its overrides, then the
+        call's own keywords (but `choices=get_args(Alias)`, which `_literal_choices` reads)."""
+        backing_cls, backing_field = backing
+        if backing_field is None:
+            spec = ArgSpec()
+        else:
+            spec = self._field_spec(backing_cls, backing_field)
+            apply_kwargs(
+                spec,
+                ov,
+                ctx.file,
+                call.lineno,
+                resolve_choices=self._choices_resolver(ctx.file, call.lineno),
+            )
+        get_args = _get_args_alias(kw) is not None
         apply_kwargs(
             spec,
             {k: v for k, v in kw.items() if not (k == "choices" and get_args)},
             ctx.file,
             call.lineno,
             lambda node: self.r._default_of(node, ctx.file, 0),
+            self._choices_resolver(ctx.file, call.lineno),
         )
-        if get_args:
-            lits = [h for h in self.ann.hints(ch.args[0], ctx.file) if h.kind == "Literal"]
-            if lits:
-                if choices is None:
-                    choices, value_type = [str(v) for v in lits[0].values or []], "choice"
-                spec.choices, spec.metavar_only = list(lits[0].values or []), False
-                spec.choices_file, spec.choices_line = lits[0].file, lits[0].line
-            else:
-                spec.unknown = f"choices={ast.unparse(ch)} is not a Literal alias"
-        longs = [a.value for a in opts if a.value.startswith("--")]
-        canonical = longs[0] if longs else opts[0].value
-        dest = kw_dest(kw) or canonical.lstrip("-").replace("-", "_")
-        spec.dest = dest
-        for a in opts:
-            kind = "long" if a.value.startswith("--") else "short"
-            self.flags.append(
-                CliFlag(
-                    flag=a.value,
-                    kind=kind,
-                    canonical=canonical,
-                    dest=dest,
-                    file=ctx.file,
-                    line=a.lineno,
-                    value_type=value_type,
-                    json_class=json_class,
-                    choices=choices,
-                    source=ctx.source,
-                    config_class=backing_cls.name if backing_cls else None,
-                    config_field=backing_field,
-                    conditional=cond,
-                    spec=spec,
-                )
-            )
-        if value_type == "bool" and _negates(
-            kw,
-            backing_field is not None,
-            _live(
-                overrides.get((backing_cls.name if backing_cls else "?", backing_field or ""), {})
-            ),
-        ):
-            for a in opts:
-                if a.value.startswith("--"):
-                    self.flags.append(
-                        CliFlag(
-                            flag="--no-" + a.value[2:],
-                            kind="negated",
-                            canonical=canonical,
-                            dest=dest,
-                            file=ctx.file,
-                            line=a.lineno,
-                            value_type="bool",
-                            source=ctx.source,
-                            config_class=backing_cls.name if backing_cls else None,
-                            config_field=backing_field,
-                            conditional=cond,
-                        )
-                    )
+        return spec
+
+    def _literal_choices(
+        self,
+        spec: ArgSpec,
+        kw: dict[str, ast.expr],
+        ctx: _Ctx,
+        choices: list[str] | None,
+        value_type: str,
+    ) -> tuple[list[str] | None, str]:
+        """`choices=get_args(Alias)`: the Literal alias's values become the choices."""
+        alias = _get_args_alias(kw)
+        if alias is None:
+            return choices, value_type
+        lits = [h for h in self.ann.hints(alias, ctx.file) if h.kind == "Literal"]
+        if lits:
+            if choices is None:
+                choices, value_type = [str(v) for v in lits[0].values or []], "choice"
+            spec.choices, spec.metavar_only = list(lits[0].values or []), False
+            spec.choices_file, spec.choices_line = lits[0].file, lits[0].line
+        else:
+            spec.unknown = f"choices={ast.unparse(kw['choices'])} is not a Literal alias"
+        return choices, value_type
 
     def _fields_expansion(self, ctx: _Ctx, call: ast.Call) -> None:
         """`add_argument(*extra_flags, f"--{key.replace('_', '-')}", **value)` over get_kwargs(cls)."""
@@ -958,7 +1036,13 @@ class _CliExtractor:
             spec = self._field_spec(cls, fi.name)
             for key, (node, cfile, cline) in cust.items():
                 if key != "flags":
-                    apply_kwargs(spec, {key: node}, cfile, cline)
+                    apply_kwargs(
+                        spec,
+                        {key: node},
+                        cfile,
+                        cline,
+                        resolve_choices=self._choices_resolver(cfile, cline),
+                    )
             long = "--" + fi.name.replace("_", "-")
             common: dict[str, Any] = {
                 "canonical": long,
@@ -1046,11 +1130,63 @@ def _live(ov: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ov.items() if v is not DELETED}
 
 
-def _is_get_kwargs(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and (_dotted(node.func) or "").split(".")[-1] == "get_kwargs"
+def _is_get_kwargs(node: ast.AST) -> TypeGuard[ast.Call]:
+    return isinstance(node, ast.Call) and (dotted(node.func) or "").split(".")[-1] == "get_kwargs"
 
 
-def _override_target(t: ast.expr, kwvars) -> tuple[tuple[str, str], str] | None:
+def _str_const(node: ast.AST) -> str | None:
+    """The value of a string literal, else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _unfold_spreads(call: ast.Call, kw: dict[str, ast.expr]) -> list[ast.expr]:
+    """The call's `**spread` expressions, with dict literals unfolded into further spreads and
+    keywords (`**{**cache_kwargs["x"], "default": None}`); the keywords land in `kw`."""
+    spreads: list[ast.expr] = []
+    pending = [k.value for k in call.keywords if k.arg is None]
+    while pending:
+        v = pending.pop(0)
+        if isinstance(v, ast.Dict):
+            for dk, dv in zip(v.keys, v.values):
+                if dk is None:
+                    pending.append(dv)
+                elif (key := _str_const(dk)) is not None:
+                    kw[key] = dv
+        else:
+            spreads.append(v)
+    return spreads
+
+
+def _backing_field(
+    spreads: list[ast.expr], kwvars: _KwargsVars
+) -> tuple[ClassInfo | None, str | None]:
+    """(config class, field) behind `**xxx_kwargs["field"]` or `**alias`; the last spread wins."""
+    backing_cls: ClassInfo | None = None
+    backing_field: str | None = None
+    for v in spreads:
+        if (
+            isinstance(v, ast.Subscript)
+            and isinstance(v.value, ast.Name)
+            and v.value.id in kwvars
+            and (key := _str_const(v.slice)) is not None
+        ):
+            backing_cls, backing_field = kwvars[v.value.id][0], key
+        elif isinstance(v, ast.Name) and v.id in kwvars and kwvars[v.id][1] is not None:
+            backing_cls, backing_field = kwvars[v.id]
+    return backing_cls, backing_field
+
+
+def _get_args_alias(kw: dict[str, ast.expr]) -> ast.expr | None:
+    """`Alias` of a `choices=get_args(Alias)` keyword, else None."""
+    ch = kw.get("choices")
+    if isinstance(ch, ast.Call) and dotted(ch.func) in ("get_args", "typing.get_args") and ch.args:
+        return ch.args[0]
+    return None
+
+
+def _override_target(t: ast.expr, kwvars: _KwargsVars) -> tuple[tuple[str, str], str] | None:
     if not (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)):
         return None
     attr = t.slice.value
@@ -1077,7 +1213,7 @@ def _type_of_callable(node: ast.expr) -> str | None:
         return "json"
     if "union_dict_and_str" in src:
         return "json_or_str"
-    nm = _dotted(node)
+    nm = dotted(node)
     if nm in ("int", "float", "str"):
         return nm
     if isinstance(node, ast.Call):  # optional_type(int), parse_type(...)
@@ -1158,7 +1294,21 @@ def kw_dest(kw: dict[str, ast.expr]) -> str | None:
     return d.value if isinstance(d, ast.Constant) and isinstance(d.value, str) else None
 
 
-def _calls_with_conditions(fn: ast.FunctionDef) -> Iterable[tuple[ast.Call, str | None]]:
+def _make_arg_parser_target(fn: ast.FunctionDef) -> tuple[str, int] | None:
+    """(the parser variable, line) of a `make_arg_parser(<name>)` call in `fn`, if any."""
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "make_arg_parser"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
+            return node.args[0].id, node.lineno
+    return None
+
+
+def _calls_with_conditions(fn: FunctionNode) -> Iterable[tuple[ast.Call, str | None]]:
     """Calls in source order, each with the innermost enclosing `if` test (negated in `else`)."""
     out: list[tuple[ast.Call, str | None]] = []
 
@@ -1172,8 +1322,8 @@ def _calls_with_conditions(fn: ast.FunctionDef) -> Iterable[tuple[ast.Call, str 
             return
         if isinstance(node, ast.Call):
             out.append((node, cond))
-        for ch in ast.iter_child_nodes(node):
-            visit(ch, cond)
+        for child in ast.iter_child_nodes(node):
+            visit(child, cond)
 
     for st in fn.body:
         visit(st, None)
@@ -1238,7 +1388,37 @@ def extract_cli(tree: VllmTree) -> CliSurface:
     for f in ex.flags:
         seen.setdefault(f.flag, f)
     flags = list(seen.values())
+    subkeys, sub_src = _json_subkeys(ex, flags)
 
+    if not any(
+        s.name == "EngineArgs.add_cli_args" and s.status == "ok" for s in ex.sources
+    ) and not any(s.name == "EngineArgs.add_cli_args" for s in ex.sources):
+        ex.sources.append(
+            SourceStatus(
+                "EngineArgs.add_cli_args",
+                "unknown",
+                reason="make_arg_parser never reaches EngineArgs.add_cli_args (layout changed?)",
+            )
+        )
+    flags += _inverse_twins(tree, flags)
+    bad = [s for s in ex.sources if s.status != "ok"]
+    longs = [f for f in flags if f.kind == "long"]
+    if not longs:
+        status, reason = "unknown", "; ".join(s.reason or s.name for s in bad) or "no flags found"
+    elif bad:
+        status, reason = "partial", "; ".join(f"{s.name}: {s.reason}" for s in bad)
+    else:
+        status, reason = "ok", None
+    return CliSurface(
+        tree.version, status, reason, flags, subkeys, sub_src, ex.sources, ex.positionals
+    )
+
+
+def _json_subkeys(
+    ex: _CliExtractor, flags: list[CliFlag]
+) -> tuple[dict[str, set[str]], dict[str, SubkeySource]]:
+    """Dotted sub-keys of each JSON flag whose value is a config dataclass, with where the
+    class was found (or why not)."""
     subkeys: dict[str, set[str]] = {}
     sub_src: dict[str, SubkeySource] = {}
     for f in flags:
@@ -1259,53 +1439,40 @@ def extract_cli(tree: VllmTree) -> CliSurface:
             continue
         subkeys[f.canonical] = config_subkeys(ex.r, cls)
         sub_src[f.canonical] = SubkeySource(f.canonical, cls.name, cls.file, cls.line, "ok")
+    return subkeys, sub_src
 
-    if not any(
-        s.name == "EngineArgs.add_cli_args" and s.status == "ok" for s in ex.sources
-    ) and not any(s.name == "EngineArgs.add_cli_args" for s in ex.sources):
-        ex.sources.append(
-            SourceStatus(
-                "EngineArgs.add_cli_args",
-                "unknown",
-                reason="make_arg_parser never reaches EngineArgs.add_cli_args (layout changed?)",
-            )
-        )
+
+def _inverse_twins(tree: VllmTree, flags: list[CliFlag]) -> list[CliFlag]:
+    """--enable-x also answers to --disable-x (EnableDisableAction): the twins of the
+    `--no-*` flags that the release's parser adds and the extracted flags lack."""
     inverse = inverse_prefixes(tree)
-    if inverse is not None:  # --enable-x also answers to --disable-x (EnableDisableAction)
-        have = {f.flag for f in flags}
-        for f in [f for f in flags if f.kind == "negated"]:
-            base = "--" + f.flag[len("--no-") :]
-            for prefix, other in inverse["prefixes"].items():
-                twin = other + base[len(prefix) :]
-                if base.startswith(prefix) and twin not in have:
-                    flags.append(
-                        CliFlag(
-                            twin,
-                            "negated",
-                            f.canonical,
-                            f.dest,
-                            inverse["file"],
-                            inverse["line"],
-                            "bool",
-                            source=f.source,
-                            config_class=f.config_class,
-                            config_field=f.config_field,
-                            conditional=f.conditional,
-                            spec=f.spec,
-                        )
+    if inverse is None:
+        return []
+    have = {f.flag for f in flags}
+    out: list[CliFlag] = []
+    for f in [f for f in flags if f.kind == "negated"]:
+        base = "--" + f.flag[len("--no-") :]
+        for prefix, other in inverse["prefixes"].items():
+            twin = other + base[len(prefix) :]
+            if base.startswith(prefix) and twin not in have:
+                out.append(
+                    CliFlag(
+                        twin,
+                        "negated",
+                        f.canonical,
+                        f.dest,
+                        inverse["file"],
+                        inverse["line"],
+                        "bool",
+                        source=f.source,
+                        config_class=f.config_class,
+                        config_field=f.config_field,
+                        conditional=f.conditional,
+                        spec=f.spec,
                     )
-                    have.add(twin)
-    bad = [s for s in ex.sources if s.status != "ok"]
-    longs = [f for f in flags if f.kind == "long"]
-    if not longs:
-        status, reason = "unknown", "; ".join(s.reason or s.name for s in bad) or "no flags found"
-    elif bad:
-        status, reason = "partial", "; ".join(f"{s.name}: {s.reason}" for s in bad)
-    else:
-        status, reason = "ok", None
-    return CliSurface(
-        tree.version, status, reason, flags, subkeys, sub_src, ex.sources, ex.positionals
-    )
+                )
+                have.add(twin)
+    return out
 
 
 ARGPARSE_UTILS = "vllm/utils/argparse_utils.py"
@@ -1328,16 +1495,20 @@ def inverse_prefixes(tree: VllmTree) -> dict[str, Any] | None:
             and len(node.args) == 3
             and isinstance(node.args[0], ast.Constant)
             and node.args[0].value == "action"
-            and (_dotted(node.args[1]) or "").endswith("BooleanOptionalAction")
+            and (dotted(node.args[1]) or "").endswith("BooleanOptionalAction")
         ):
-            registered.add(_dotted(node.args[2]) or "")
+            registered.add(dotted(node.args[2]) or "")
     for name in registered:
         cls = classes.get(name)
         if cls is None:
             continue
         for st in cls.body:
-            target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else None
-            if isinstance(target, ast.Name) and target.id == "_inverse_prefixes":
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id == "_inverse_prefixes"
+            ):
                 try:
                     prefixes = ast.literal_eval(st.value)
                 except (ValueError, SyntaxError, TypeError):

@@ -3,7 +3,9 @@
 A dataclass-typed flag (`--compilation-config`, `--attention-config`,
 `--kv-transfer-config`, ...) is parsed by `TypeAdapter(cls).validate_json(val)`
 (vLLM `engine/arg_utils.py` `parse_dataclass`), so a key that is not a field, or a
-value of the wrong type, fails at parse time. vLLM's `@config` decorator makes
+value of the wrong type, fails at parse time. Before 0.10 such flags take
+`type=Cls.from_cli` and the class is a pydantic BaseModel, which ignores unknown keys
+unless its `model_config` says otherwise. vLLM's `@config` decorator makes
 each class a pydantic dataclass with `extra="forbid"` (`vllm/config/utils.py`);
 a plain dataclass nested inside one is validated with pydantic's default, which
 ignores unknown keys.
@@ -23,8 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from compat.vllm.cli_kwargs import Hint, str_chain
-from compat.vllm.cli_surface import AnnotationReader, ClassInfo, SymbolResolver, _dotted
+from compat.vllm.cli_kwargs import Hint, dotted, str_chain
+from compat.vllm.cli_surface import AnnotationReader, ClassInfo, SymbolResolver
 from compat.vllm.post_init import post_init_checks
 
 ROOT_ALSO = ("SpeculativeConfig",)  # JSON validated when the engine config is built
@@ -160,7 +162,7 @@ class _Schema:
         for c in self.r.mro(cls):
             for d in c.node.decorator_list:
                 call = d if isinstance(d, ast.Call) else None
-                name = _dotted(call.func if call else d) or ""
+                name = dotted(call.func if call else d) or ""
                 explicit = _extra_kw(call) if call is not None else None
                 if explicit:
                     return explicit
@@ -183,6 +185,20 @@ class _Schema:
                     return "unknown"
                 if name.split(".")[-1] == "dataclass":
                     return "ignore"
+        for c in self.r.mro(cls):  # a pydantic BaseModel: its model_config, else "ignore"
+            for st in c.node.body:
+                if (
+                    isinstance(st, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "model_config" for t in st.targets)
+                    and isinstance(st.value, ast.Call)
+                ):
+                    kws = {k.arg: k.value for k in st.value.keywords}
+                    if "extra" not in kws:
+                        return "ignore"  # pydantic's default
+                    v = kws["extra"]
+                    return str(v.value) if isinstance(v, ast.Constant) else "unknown"
+            if any((dotted(b) or "").split(".")[-1] == "BaseModel" for b in c.node.bases):
+                return "ignore"
         return "unknown"
 
     def _validators(self, cls: ClassInfo) -> dict[str, list[dict[str, Any]]]:
@@ -195,12 +211,14 @@ class _Schema:
                 for d in st.decorator_list:
                     if not isinstance(d, ast.Call):
                         continue
-                    kind = (_dotted(d.func) or "").split(".")[-1]
+                    kind = (dotted(d.func) or "").split(".")[-1]
                     mode = next(
                         (
                             k.value.value
                             for k in d.keywords
-                            if k.arg == "mode" and isinstance(k.value, ast.Constant)
+                            if k.arg == "mode"
+                            and isinstance(k.value, ast.Constant)
+                            and isinstance(k.value.value, str)
                         ),
                         "after",
                     )
@@ -271,7 +289,7 @@ def validator_kind(fn: ast.FunctionDef, mode: str, r: SymbolResolver, rel: str) 
             and inner[0].value.keywords
             and inner[0].value.keywords[0].arg is None
         ):
-            return {"kind": "construct", "class": _dotted(inner[0].value.func) or ""}
+            return {"kind": "construct", "class": dotted(inner[0].value.func) or ""}
         if test == f"isinstance({value}, str)":
             if (
                 len(inner) == 1
@@ -346,7 +364,7 @@ def _enum_name(inner: list[ast.stmt], value: str, r: SymbolResolver, rel: str) -
                 out["upper"] = True
             elif key not in names:
                 return {"kind": "opaque"}
-            enum = r.resolve_class(rel, _dotted(st.value.value) or "")
+            enum = r.resolve_class(rel, dotted(st.value.value) or "")
             if enum is None:
                 return {"kind": "opaque"}
             out["enum"] = enum.name
@@ -358,7 +376,7 @@ def _enum_name(inner: list[ast.stmt], value: str, r: SymbolResolver, rel: str) -
 
 def _raise_parts(exc: ast.expr | None) -> dict[str, Any]:
     if isinstance(exc, ast.Call) and exc.args:
-        return {"exception": _dotted(exc.func) or "", "message": ast.unparse(exc.args[0])}
+        return {"exception": dotted(exc.func) or "", "message": ast.unparse(exc.args[0])}
     return {}
 
 
@@ -388,7 +406,7 @@ def _passes_through(fn: ast.FunctionDef) -> bool:
 
 def _extra_in(fn: ast.FunctionDef) -> str | None:
     for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and (_dotted(node.func) or "").endswith("ConfigDict"):
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("ConfigDict"):
             for k in node.keywords:
                 if k.arg == "extra" and isinstance(k.value, ast.Constant):
                     return str(k.value.value)
@@ -396,7 +414,7 @@ def _extra_in(fn: ast.FunctionDef) -> str | None:
 
 
 def _bounds(value: ast.expr | None) -> dict[str, Any]:
-    if isinstance(value, ast.Call) and (_dotted(value.func) or "").split(".")[-1] == "Field":
+    if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "Field":
         return _bound_kws(value)
     return {}
 
@@ -404,7 +422,7 @@ def _bounds(value: ast.expr | None) -> dict[str, Any]:
 def _annotated_bounds(ann: ast.expr) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for node in ast.walk(ann):
-        if isinstance(node, ast.Call) and (_dotted(node.func) or "").split(".")[-1] == "Field":
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").split(".")[-1] == "Field":
             out.update(_bound_kws(node))
     return out
 

@@ -6,12 +6,14 @@ import contextlib
 import gc
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from compat.errors import LayoutError
 from compat.sources.tree import VllmTree
 
 if TYPE_CHECKING:
+    from compat.vllm.cli_surface import CliSurface
+    from compat.vllm.parsers import Parsers
     from compat.vllm.scope import ModuleIndex
 
 # The analysis modules are imported where they are used: after the fork, each worker
@@ -236,18 +238,19 @@ def _in_workers(
     if _cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
     ctx = multiprocessing.get_context("fork")
-    jobs: list[tuple[Any, Any]] = []
+    jobs: list[tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]]
+    jobs = []
     try:
         queue = RaiseQueue(queued, ctx.Value("i", 0))
         for share in (_model_share, _surface_share):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(
+            proc: multiprocessing.process.BaseProcess = ctx.Process(
                 target=_worker, args=(share, tree, platforms, queue, send), daemon=True
             )
             proc.start()
             send.close()
             jobs.append((proc, recv))
-        results: dict[int, dict] = {}
+        results: dict[int, dict[str, Any]] = {}
         pending = {recv: i for i, (_proc, recv) in enumerate(jobs)}
         deadline = time.monotonic() + 600
         while pending:
@@ -256,7 +259,8 @@ def _in_workers(
             )
             if not ready:
                 return None  # a worker hangs
-            for conn in ready:
+            for obj in ready:
+                conn = cast(multiprocessing.connection.Connection, obj)  # one of `pending`
                 try:
                     kind, payload = conn.recv()
                 except EOFError:
@@ -434,18 +438,47 @@ def surface_rows(
     """CLI flags (and dotted sub-keys), parser names, gate anchors (the raise inventory is
     taken by both shares, see compute)."""
     from compat.vllm.cli_surface import extract_cli
-    from compat.vllm.gates import (
-        check_gates,
-        extract_aux_over_pp_classes,
-        extract_lse_impls,
-        load_rules,
-    )
     from compat.vllm.parsers import extract_parsers
 
     notes: list[str] = []
     cli = extract_cli(tree)
     if cli.status != "ok":
         notes.append(f"cli: {cli.status}: {cli.reason}")
+    flag_rows = _flag_rows(cli)
+    parsers = extract_parsers(tree)
+    registered = {
+        ps.kind: [n.name for n in ps.names]
+        for ps in (parsers.tool, parsers.reasoning)
+        if ps.status == "ok"
+    }
+    value_rows, config_rows = (
+        cli_value_rows(tree, cli, registered) if cli.status != "unknown" else ([], [])
+    )
+    parser_rows = _parser_rows(parsers, notes)
+    gate_rows = _gate_rows(tree)
+    attr_rows, scans_row = _class_attr_rows(tree, notes)
+    release_rows = [
+        scans_row,
+        runner_default(tree),
+        reasoning_parser_lookups(tree),
+        requirements_fact(tree),
+        serve_command(tree),
+        chat_template_files(tree),
+        *_argv_parser_rows(tree),
+    ]
+    return {
+        "cli_flag": flag_rows,
+        "cli_value": value_rows,
+        "config_field": config_rows,
+        "parser_name": parser_rows,
+        "gate_status": gate_rows,
+        "class_attr_fact": attr_rows,
+        "release_fact": release_rows,
+    }, notes
+
+
+def _flag_rows(cli: CliSurface) -> list[dict]:
+    """Every option string (none when the extraction is unknown), then the dotted sub-keys."""
     flag_rows = (
         [
             {
@@ -474,8 +507,11 @@ def surface_rows(
                     "line": (src.line if src else 0) or 0,
                 }
             )
-    value_rows, config_rows = cli_value_rows(tree, cli) if cli.status != "unknown" else ([], [])
-    parsers = extract_parsers(tree)
+    return flag_rows
+
+
+def _parser_rows(parsers: Parsers, notes: list[str]) -> list[dict]:
+    """Tool and reasoning parser names; a kind whose registry was not found is noted."""
     parser_rows = []
     for ps in (parsers.tool, parsers.reasoning):
         if ps.status != "ok":
@@ -492,6 +528,13 @@ def surface_rows(
                     "line": n.line,
                 }
             )
+    return parser_rows
+
+
+def _gate_rows(tree: VllmTree) -> list[dict]:
+    """Each curated gate rule: whether its anchors hold in this release."""
+    from compat.vllm.gates import check_gates, load_rules
+
     rules = {r.id: r for r in load_rules()}
     gate_rows = []
     for g in check_gates(tree, list(rules.values())):
@@ -507,17 +550,22 @@ def surface_rows(
                 "reason": g.reason or "",
             }
         )
-    attr_rows, release_rows = [], []
+    return gate_rows
+
+
+def _class_attr_rows(tree: VllmTree, notes: list[str]) -> tuple[list[dict], dict]:
+    """The classes that set a scanned attribute, and the release row saying which scans ran: no
+    rows for an attribute means "none set it" only when its scan ran."""
+    from compat.vllm.gates import extract_aux_over_pp_classes, extract_lse_impls
+
     scans = (extract_lse_impls(tree), extract_aux_over_pp_classes(tree))
-    # Which scans succeeded: no rows for an attribute means "none set it" only when its scan ran.
-    release_rows.append(
-        {
-            "key": "class_attr_scans",
-            "value": json.dumps({x.attr: x.status for x in scans}),
-            "file": "",
-            "line": 0,
-        }
-    )
+    scans_row = {
+        "key": "class_attr_scans",
+        "value": json.dumps({x.attr: x.status for x in scans}),
+        "file": "",
+        "line": 0,
+    }
+    attr_rows = []
     for scan in scans:
         if scan.status != "ok":
             notes.append(f"{scan.attr}: {scan.reason}")
@@ -533,43 +581,39 @@ def surface_rows(
                     "via": c.via,
                 }
             )
-    release_rows.append(runner_default(tree))
-    release_rows.append(reasoning_parser_lookups(tree))
-    release_rows.append(requirements_fact(tree))
-    release_rows.append(chat_template_files(tree))
+    return attr_rows, scans_row
+
+
+def _argv_parser_rows(tree: VllmTree) -> list[dict]:
+    """The release rows of FlexibleArgumentParser: its argv rewrite and its --enable/--disable
+    pairs."""
     from compat.vllm.cli_surface import argv_rewrite_shape, inverse_prefixes
 
     shape = argv_rewrite_shape(tree)
-    release_rows.append(
+    inverse = inverse_prefixes(tree)
+    return [
         {
             "key": "argv_rewrite",
             "value": json.dumps(shape),
             "file": shape["file"] if shape else "",
             "line": shape["line"] if shape else 0,
-        }
-    )
-    inverse = inverse_prefixes(tree)
-    release_rows.append(
+        },
         {
             "key": "boolean_inverse_prefixes",
             "value": json.dumps(inverse),
             "file": inverse["file"] if inverse else "",
             "line": inverse["line"] if inverse else 0,
-        }
-    )
-    return {
-        "cli_flag": flag_rows,
-        "cli_value": value_rows,
-        "config_field": config_rows,
-        "parser_name": parser_rows,
-        "gate_status": gate_rows,
-        "class_attr_fact": attr_rows,
-        "release_fact": release_rows,
-    }, notes
+        },
+    ]
 
 
-def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
-    """argparse's view of every option (`cli_value`) and the config classes JSON flags name."""
+def cli_value_rows(
+    tree: VllmTree, cli: Any, registered: dict[str, list[str]] | None = None
+) -> tuple[list[dict], list[dict]]:
+    """argparse's view of every option (`cli_value`) and the config classes JSON flags name.
+
+    `registered`: parser names by kind, in registration order, for choices built from a
+    parser registry (compat.vllm.cli_choices)."""
     from dataclasses import asdict
 
     from compat.vllm.cli_surface import SymbolResolver
@@ -585,7 +629,15 @@ def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
         if f.kind != "long" or f.canonical in seen or f.spec is None:
             continue
         seen.add(f.canonical)
-        rows.append(_value_row(f.canonical, strings[f.canonical], f.spec, f.file, f.line))
+        spec = f.spec
+        if spec.choices_registry:
+            names = (registered or {}).get(spec.choices_registry)
+            spec.choices = list(names) if names is not None else None
+            if names is None:
+                spec.unknown = (
+                    f"choices: the {spec.choices_registry} parsers of this release are unknown"
+                )
+        rows.append(_value_row(f.canonical, strings[f.canonical], spec, f.file, f.line))
     for dest, spec, file, line in cli.positionals:
         rows.append(_value_row(dest, [], spec, file, line))
     r = SymbolResolver(tree)
@@ -595,6 +647,12 @@ def cli_value_rows(tree: VllmTree, cli: Any) -> tuple[list[dict], list[dict]]:
             cls = r.resolve_class(src.file, src.json_class)
             if cls is not None:
                 roots.append(cls)
+    for f in cli.flags:  # `type=CompilationConfig.from_cli` (before 0.10): the class it builds
+        src = f.spec.callable_src if f.spec is not None and f.spec.type == "callable" else ""
+        owner = src.split(".")[0] if src.count(".") == 1 else ""
+        cls = r.resolve_class(f.file, owner) if owner else None
+        if cls is not None:
+            roots.append(cls)
     for name in ROOT_ALSO:
         cls = r.find_class_anywhere(name)
         if cls is not None:
@@ -740,11 +798,11 @@ def _v2_runner_default(tree: VllmTree) -> dict | None:
             and isinstance(st.targets[0], _ast.Name)
             and st.targets[0].id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES"
         ):
-            node = (
+            listed = (
                 st.value.args[0] if isinstance(st.value, _ast.Call) and st.value.args else st.value
             )
             try:
-                archs = sorted(_ast.literal_eval(node))
+                archs = sorted(_ast.literal_eval(listed))
             except (ValueError, SyntaxError, TypeError):
                 archs = None
     default_src = ""
@@ -775,6 +833,27 @@ def _v2_runner_default(tree: VllmTree) -> dict | None:
 
 
 _EXTRA_STAGES.append(("flags, parsers, raises, gates", surface_rows))
+
+
+#: The modules the `vllm` console script runs, newest first (0.8 on; 0.5-0.7).
+CLI_MAINS = ("vllm/entrypoints/cli/main.py", "vllm/scripts.py")
+OPENAI_SERVER = "vllm/entrypoints/openai/api_server.py"
+
+
+def serve_command(tree: VllmTree) -> dict:
+    """Whether the release installs a `vllm` command: `{"module": file}` for the module its
+    console script runs; `{"module": null, "server": file}` when none of them exists but the
+    OpenAI server module does (0.4.x: the wheel declares no console script, the server was
+    `python -m vllm.entrypoints.openai.api_server`, and `vllm serve` is "command not found");
+    `{"module": null, "server": null}` when the tree shows neither (undecided)."""
+    rel = next((m for m in CLI_MAINS if tree.exists(m)), None)
+    server = OPENAI_SERVER if tree.exists(OPENAI_SERVER) else None
+    return {
+        "key": "serve_command",
+        "value": json.dumps({"module": rel, "server": server}),
+        "file": rel or server or "",
+        "line": 1 if rel or server else 0,
+    }
 
 
 def requirements_fact(tree: VllmTree) -> dict:

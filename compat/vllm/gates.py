@@ -184,9 +184,9 @@ def load_rules(
         raise UserError("expected a mapping with `version` and `rules`", where=str(p))
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(x) for x in e.absolute_path])
     if errors:
-        e = errors[0]
-        loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in e.absolute_path)
-        raise UserError(e.message, where=f"{p}: {loc.lstrip('.') or '(top)'}")
+        err = errors[0]
+        loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err.absolute_path)
+        raise UserError(err.message, where=f"{p}: {loc.lstrip('.') or '(top)'}")
     rules = []
     seen: set[str] = set()
     for i, r in enumerate(doc["rules"]):
@@ -367,11 +367,12 @@ def _check_gates(tree: VllmTree, rules: list[GateRule]) -> list[GateStatus]:
     out = []
     for r in rules:
         results = [check_anchor(tree, a, index, all_files) for a in r.anchors]
-        first = results[0] if results else None
-        bad = [x for x in results if not x.ok]
         if not results:
             out.append(GateStatus(r.id, "unverified", None, None, "rule has no anchors", results))
-        elif bad:
+            continue
+        first = results[0]
+        bad = [x for x in results if not x.ok]
+        if bad:
             out.append(
                 GateStatus(
                     r.id,
@@ -740,11 +741,9 @@ def _statements(node: ast.AST) -> Iterator[ast.AST]:
 def _class_attr_scan(
     tree: VllmTree, attr: str, under: tuple[str, ...], default_file: str | None = None
 ) -> ClassAttrScan:
-    r = SymbolResolver(tree)
     direct: dict[tuple[str, str], ClassAttrFact] = {}
     others: list[ClassAttrFact] = []
     classes: list[ClassInfo] = []
-    default = None
     files: list[str] = []
     for u in under:
         files += tree.py_files(u)
@@ -763,51 +762,71 @@ def _class_attr_scan(
             if not isinstance(node, ast.ClassDef):
                 continue
             classes.append(ClassInfo(node.name, rel, node))
-            for st in node.body:
-                target = value = None
-                if (
-                    isinstance(st, ast.Assign)
-                    and len(st.targets) == 1
-                    and isinstance(st.targets[0], ast.Name)
-                ):
-                    target, value = st.targets[0].id, st.value
-                elif (
-                    isinstance(st, ast.AnnAssign)
-                    and isinstance(st.target, ast.Name)
-                    and st.value is not None
-                ):
-                    target, value = st.target.id, st.value
-                if target != attr or value is None:
-                    continue
-                fact = ClassAttrFact(node.name, rel, st.lineno, ast.unparse(value), "class_attr")
-                is_true = isinstance(value, ast.Constant) and value.value is True
-                if is_true:
-                    direct[(rel, node.name)] = fact
-                else:
-                    others.append(fact)
-                    if rel == default_file and default is None:
-                        default = fact
-            for sub in _statements(node):
-                if (
-                    isinstance(sub, ast.Assign)
-                    and len(sub.targets) == 1
-                    and isinstance(sub.targets[0], ast.Attribute)
-                    and sub.targets[0].attr == attr
-                    and isinstance(sub.targets[0].value, ast.Name)
-                    and sub.targets[0].value.id == "self"
-                ):
-                    others.append(
-                        ClassAttrFact(
-                            node.name, rel, sub.lineno, ast.unparse(sub.value), "instance_attr"
-                        )
-                    )
+            true_fact, class_others = _class_attr_facts(node, rel, attr)
+            if true_fact is not None:
+                direct[(rel, node.name)] = true_fact
+            others += class_others
     if not mentioned:
         return ClassAttrScan(
             attr, "unknown", f"{attr} is not referenced under {', '.join(under)} in this release"
         )
-    # inheritance: a subclass of a True class is True unless it (or a nearer base) overrides
-    # it. Subclasses may live in files that never mention the attribute, so look for files
-    # naming a known True class, until no new class turns up.
+    default = next((o for o in others if o.via == "class_attr" and o.file == default_file), None)
+    found = _inherit_true(tree, files, classes, direct, others)
+    facts = sorted(found.values(), key=lambda f: (f.file, f.line))
+    return ClassAttrScan(attr, "ok", None, facts, default, others)
+
+
+def _class_attr_facts(
+    node: ast.ClassDef, rel: str, attr: str
+) -> tuple[ClassAttrFact | None, list[ClassAttrFact]]:
+    """What one class sets `attr` to: its last `attr = True` in the class body, and the other
+    assignments (class-level values other than True, then `self.attr = ...` in its methods)."""
+    true_fact = None
+    others = []
+    for st in node.body:
+        value = _class_level_value(st, attr)
+        if value is None:
+            continue
+        fact = ClassAttrFact(node.name, rel, st.lineno, ast.unparse(value), "class_attr")
+        if isinstance(value, ast.Constant) and value.value is True:
+            true_fact = fact
+        else:
+            others.append(fact)
+    for sub in _statements(node):
+        if (
+            isinstance(sub, ast.Assign)
+            and len(sub.targets) == 1
+            and isinstance(sub.targets[0], ast.Attribute)
+            and sub.targets[0].attr == attr
+            and isinstance(sub.targets[0].value, ast.Name)
+            and sub.targets[0].value.id == "self"
+        ):
+            others.append(
+                ClassAttrFact(node.name, rel, sub.lineno, ast.unparse(sub.value), "instance_attr")
+            )
+    return true_fact, others
+
+
+def _class_level_value(st: ast.stmt, attr: str) -> ast.expr | None:
+    """The value a class-body statement `attr = v` / `attr: T = v` gives, else None."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        return st.value if st.targets[0].id == attr else None
+    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+        return st.value if st.target.id == attr else None
+    return None
+
+
+def _inherit_true(
+    tree: VllmTree,
+    files: list[str],
+    classes: list[ClassInfo],
+    direct: dict[tuple[str, str], ClassAttrFact],
+    others: list[ClassAttrFact],
+) -> dict[tuple[str, str], ClassAttrFact]:
+    """Inheritance: a subclass of a True class is True unless it (or a nearer base) overrides
+    it. Subclasses may live in files that never mention the attribute, so look for files
+    naming a known True class, until no new class turns up."""
+    r = SymbolResolver(tree)
     overridden = {(o.file, o.class_name) for o in others if o.via == "class_attr"}
     found: dict[tuple[str, str], ClassAttrFact] = dict(direct)
     scanned: set[str] = set()
@@ -849,8 +868,7 @@ def _class_attr_scan(
                     break
         if not new:
             break
-    facts = sorted(found.values(), key=lambda f: (f.file, f.line))
-    return ClassAttrScan(attr, "ok", None, facts, default, others)
+    return found
 
 
 def extract_lse_impls(tree: VllmTree) -> ClassAttrScan:

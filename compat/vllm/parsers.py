@@ -18,13 +18,24 @@ from __future__ import annotations
 import ast
 import posixpath
 from dataclasses import dataclass, field
+from typing import TypedDict, TypeGuard
 
 from compat.sources.tree import VllmTree
 
 TOOL = "tool"
 REASONING = "reasoning"
 
-_SPEC = {
+
+class _ParserSpec(TypedDict):
+    """Where one kind of parser is registered."""
+
+    dict: str  # the lazy registry's variable
+    manager: str  # the class whose register_module(...) registers eagerly
+    files: tuple[str, ...]  # known homes of the lazy registry
+    dirs: tuple[str, ...]  # where the eager registrations live
+
+
+_SPEC: dict[str, _ParserSpec] = {
     TOOL: {
         "dict": "_TOOL_PARSERS_TO_REGISTER",
         "manager": "ToolParserManager",
@@ -168,24 +179,26 @@ def _find_dict(tree: VllmTree, rel: str, var: str) -> tuple[str, ast.Dict] | Non
     if mod is None:
         return None
     for st in mod.body:
-        targets = (
-            st.targets
-            if isinstance(st, ast.Assign)
-            else ([st.target] if isinstance(st, ast.AnnAssign) else [])
-        )
+        value: ast.expr | None
+        if isinstance(st, ast.Assign):
+            targets, value = st.targets, st.value
+        elif isinstance(st, ast.AnnAssign):
+            targets, value = [st.target], st.value
+        else:
+            continue
         for t in targets:
-            if isinstance(t, ast.Name) and t.id == var and isinstance(st.value, ast.Dict):
-                return rel, st.value
+            if isinstance(t, ast.Name) and t.id == var and isinstance(value, ast.Dict):
+                return rel, value
     return None
 
 
-def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserName]:
+def _find_registrations(tree: VllmTree, spec: _ParserSpec, kind: str) -> list[ParserName]:
     mgr = spec["manager"]
     out: list[ParserName] = []
     files: list[str] = []
-    for d in spec["dirs"]:
-        files += tree.py_files(d) if _isdir(tree, d) else []
-    for rel in files:
+    for folder in spec["dirs"]:
+        files += tree.py_files(folder) if _isdir(tree, folder) else []
+    for rel in sorted(files, key=lambda f: (_import_rank(tree, f), f)):
         text = tree.read(rel) or ""
         if f"{mgr}.register" not in text:
             continue
@@ -194,9 +207,9 @@ def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserNam
             continue
         for node in ast.walk(mod):
             if isinstance(node, ast.ClassDef):
-                for d in node.decorator_list:
+                for d in reversed(node.decorator_list):  # stacked decorators apply bottom-up
                     if _is_register(d, mgr):
-                        for name, line in _literal_names(d):  # type: ignore[arg-type]
+                        for name, line in _literal_names(d):
                             out.append(
                                 ParserName(
                                     name,
@@ -229,11 +242,25 @@ def _find_registrations(tree: VllmTree, spec: dict, kind: str) -> list[ParserNam
     return out
 
 
+def _import_rank(tree: VllmTree, rel: str) -> int:
+    """Where the package's __init__.py imports the module: eager registrations run in that
+    order, so it is the order of the manager's dict (and of argparse's choices)."""
+    pkg, _, stem = rel.rpartition("/")
+    mod = tree.parse(f"{pkg}/__init__.py")
+    order = 0
+    for st in mod.body if mod is not None else []:
+        if isinstance(st, ast.ImportFrom) and st.level == 1:
+            order += 1
+            if st.module == stem[:-3]:
+                return order
+    return 10_000
+
+
 def _isdir(tree: VllmTree, rel: str) -> bool:
     return tree.path(rel).is_dir()
 
 
-def _is_register(node: ast.AST, mgr: str) -> bool:
+def _is_register(node: ast.AST, mgr: str) -> TypeGuard[ast.Call]:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return False
     f = node.func

@@ -32,6 +32,15 @@ class Undecided(Exception):
     """A value the condition needs is not known here."""
 
 
+class _Stopped(Exception):
+    """The replay reached an earlier raise: that check fires, the later one is not reached."""
+
+
+class Raises(Exception):
+    """Evaluating the condition raises, in vLLM as here: the operands are known, and Python's
+    operator refuses them (`None > 1`, TypeError), on a path vLLM certainly takes."""
+
+
 def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     """The checks of the class's own `__post_init__` (see the module doc), in source order."""
     fn = next(
@@ -50,16 +59,17 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
     prelude: list[ast.stmt] = []  # earlier statements that set fields, replayed before a check
     opaque: set[str] = set()  # fields set by a statement the replay cannot follow
     for st in fn.body:
-        guard = _guard(st)
+        guards = {rid: (c, pre, path) for rid, c, pre, path in _guards(st)}
         raises = [n for n in ast.walk(st) if isinstance(n, ast.Raise)]
         for node in raises:
-            cond = None
-            if guard is not None and node is guard[1] and not (_self_reads(guard[0]) & opaque):
-                cond = guard[0]
+            cond, on_path, path = guards.get(id(node), (None, [], []))
+            if cond is not None and _self_reads(cond) & opaque:
+                cond = None
             reads = sorted(_self_reads(cond if cond is not None else st))
             used = {
                 n.args[0].id
-                for n in ast.walk(st)
+                for part in (st, *prelude)
+                for n in ast.walk(part)
                 if isinstance(n, ast.Call)
                 and n.args
                 and isinstance(n.args[0], ast.Name)
@@ -71,7 +81,7 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
                 else ""
             )
             exception = ast.unparse(node.exc.func) if isinstance(node.exc, ast.Call) else ""
-            check = {
+            check: dict[str, Any] = {
                 "kind": "post_init",
                 "mode": "after",
                 "func": "__post_init__",
@@ -86,8 +96,10 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
             if check["cond"] and "is_torch_equal_or_newer(" in check["cond"]:
                 check["torch"] = _release_torch(r)
             setting = [ast.unparse(p) for p in prelude if _self_assigns(p) & set(reads)]
-            if cond is not None and setting:
-                check["prelude"] = setting
+            if cond is not None and (setting or on_path):
+                # the tests on the way, each after the statements before it (offsets into prelude)
+                check["prelude"] = setting + [ast.unparse(p) for p in on_path]
+                check["path"] = [[ast.unparse(c), len(setting) + k] for c, k in path]
             members = {}
             for part in [cond, *(p for p in prelude if _self_assigns(p) & set(reads))]:
                 if part is not None:
@@ -96,18 +108,15 @@ def post_init_checks(r: SymbolResolver, cls: ClassInfo) -> list[dict[str, Any]]:
                 check["enums"] = members
             out.append(check)
         sets = _self_assigns(st)
-        if sets and not raises:
-            if _replayable(st):
-                prelude.append(st)
-            else:
-                opaque |= sets
+        if sets and _replayable(st):
+            prelude.append(st)
         elif sets:
             opaque |= sets
         assigned |= sets
     return out
 
 
-def _enum_members(r: SymbolResolver, rel: str, cond: ast.expr) -> dict[str, list[Any]]:
+def _enum_members(r: SymbolResolver, rel: str, cond: ast.AST) -> dict[str, list[Any]]:
     """`Enum.MEMBER` references of a condition: "Enum.MEMBER" -> [member name, member value]."""
     out: dict[str, list[Any]] = {}
     for n in ast.walk(cond):
@@ -151,6 +160,8 @@ def _replayable(st: ast.stmt) -> bool:
         )
     if isinstance(st, ast.If):
         return all(_replayable(x) for x in [*st.body, *st.orelse])
+    if isinstance(st, ast.Raise):  # an earlier check firing: the replay stops there
+        return True
     if isinstance(st, ast.Expr) and isinstance(
         st.value, ast.Call
     ):  # logger.warning(...), a no-op here
@@ -165,49 +176,87 @@ def _replayable(st: ast.stmt) -> bool:
     return isinstance(st, ast.Pass)
 
 
-def _guard(st: ast.stmt) -> tuple[ast.expr, ast.Raise] | None:
-    """(condition, raise) of `if COND: raise` and of `for x in self.f: if COND(x): raise`."""
-    if (
-        isinstance(st, ast.If)
-        and not st.orelse
-        and len(st.body) == 1
-        and isinstance(st.body[0], ast.Raise)
-    ):
-        return st.test, st.body[0]
+def _guards(st: ast.stmt) -> list[tuple[int, ast.expr, list[ast.stmt], list[tuple[ast.expr, int]]]]:
+    """(id of a raise, the condition under which it is reached, the statements on the way that
+    set fields, the tests on the way each with how many of those statements precede it) for the
+    raises of a statement under a chain of `if`/`elif`/`else` (the
+    conjunction of the tests on the way, an `else` negating its test), and of
+    `for x in self.f: if COND(x): raise` (as `any(...)`)."""
     if (
         isinstance(st, ast.For)
         and not st.orelse
         and len(st.body) == 1
         and isinstance(st.target, ast.Name)
     ):
-        inner = _guard(st.body[0])
-        if inner is not None:
-            gen = ast.GeneratorExp(inner[0], [ast.comprehension(st.target, st.iter, [], 0)])
-            return ast.Call(ast.Name("any", ast.Load()), [gen], []), inner[1]
-    return None
+        out: list[tuple[int, ast.expr, list[ast.stmt], list[tuple[ast.expr, int]]]] = []
+        for rid, cond, pre, _path in _guards(st.body[0]):
+            if pre:
+                continue
+            gen = ast.GeneratorExp(cond, [ast.comprehension(st.target, st.iter, [], 0)])
+            anyof = ast.Call(ast.Name("any", ast.Load()), [gen], [])
+            out.append((rid, anyof, [], [(anyof, 0)]))
+        return out
+    return [
+        (rid, _conjunction([c for c, _k in conds]), pre, conds)
+        for rid, conds, pre in _paths([st], [], [])
+    ]
+
+
+def _paths(
+    block: list[ast.stmt],
+    conds: list[tuple[ast.expr, int]],
+    pre: list[ast.stmt],
+    blocked: frozenset[str] = frozenset(),
+) -> list[tuple[int, list[tuple[ast.expr, int]], list[ast.stmt]]]:
+    """Raises of a block with the tests leading to them (each with how many statements of `pre`
+    ran before it) and `pre`, the replayable statements that set fields on the way. A raise is
+    left out when a statement the replay cannot follow (`blocked`) sets a field a test reads (the
+    replay runs each test after the statements of `pre` before it, as vLLM does)."""
+    out: list[tuple[int, list[tuple[ast.expr, int]], list[ast.stmt]]] = []
+    pre, opaque = list(pre), set(blocked)
+    for st in block:
+        if isinstance(st, ast.Raise):
+            if not any(_self_reads(c) & opaque for c, _k in conds):
+                out.append((id(st), conds, pre))
+        elif isinstance(st, ast.If):
+            out += _paths(st.body, [*conds, (st.test, len(pre))], pre, frozenset(opaque))
+            out += _paths(
+                st.orelse,
+                [*conds, (ast.UnaryOp(ast.Not(), st.test), len(pre))],
+                pre,
+                frozenset(opaque),
+            )
+        sets = _self_assigns(st)
+        if sets and _replayable(st):
+            pre.append(st)
+        elif sets:
+            opaque |= sets
+    return out
+
+
+def _conjunction(conds: list[ast.expr]) -> ast.expr:
+    if not conds:
+        return ast.Constant(True)
+    return conds[0] if len(conds) == 1 else ast.BoolOp(ast.And(), list(conds))
 
 
 def _self_reads(node: ast.AST | None) -> set[str]:
-    if node is None:
-        return set()
-    return {
-        n.attr
-        for n in ast.walk(node)
-        if isinstance(n, ast.Attribute)
-        and isinstance(n.value, ast.Name)
-        and n.value.id == "self"
-        and isinstance(n.ctx, ast.Load)
-    }
+    return _self_attrs(node, ast.Load) if node is not None else set()
 
 
 def _self_assigns(node: ast.AST) -> set[str]:
+    return _self_attrs(node, ast.Store)
+
+
+def _self_attrs(node: ast.AST, ctx: type[ast.expr_context]) -> set[str]:
+    """The `self.x` attributes `node` reads (ast.Load) or assigns (ast.Store)."""
     return {
         n.attr
         for n in ast.walk(node)
         if isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Name)
         and n.value.id == "self"
-        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.ctx, ctx)
     }
 
 
@@ -292,14 +341,38 @@ def evaluate(
     check: dict[str, Any], fields: dict[str, Any], torch: str | None = None
 ) -> bool | None:
     """Does the check's condition hold for these field values? None: undecided."""
+    holds, _raised = evaluate_detail(check, fields, torch)
+    return holds
+
+
+def evaluate_detail(
+    check: dict[str, Any], fields: dict[str, Any], torch: str | None = None
+) -> tuple[bool | None, str | None]:
+    """(holds, what vLLM raises while evaluating the condition itself, e.g. a TypeError)."""
     if not check.get("cond"):
-        return None
+        return None, None
     env = _Env(fields, check.get("aliases", {}), torch, check.get("enums", {}))
     try:
-        env.run(check.get("prelude", []))
-        return env.truth(ast.parse(check["cond"], mode="eval").body)
+        prelude = check.get("prelude", [])
+        path = check.get("path")
+        if not path:
+            env.run(prelude)
+            return env.truth(ast.parse(check["cond"], mode="eval").body), None
+        ran, undecided = 0, False
+        for cond, k in path:  # as vLLM runs it: the statements before a test, then the test
+            env.run(prelude[ran:k])
+            ran = max(ran, k)
+            t = env.truth(ast.parse(cond, mode="eval").body)
+            if t is False:
+                return False, None
+            undecided = undecided or t is None
+        return (None if undecided else True), None
     except Undecided:
-        return None
+        return None, None
+    except _Stopped:
+        return False, None  # an earlier check fires, said by itself
+    except Raises as exc:
+        return True, str(exc)
 
 
 class _Member:
@@ -337,6 +410,8 @@ class _Env:
                 self.step(st)
 
     def step(self, st: ast.stmt) -> None:
+        if isinstance(st, ast.Raise):
+            raise _Stopped
         if isinstance(st, (ast.Assign, ast.AnnAssign)):
             targets = st.targets if isinstance(st, ast.Assign) else [st.target]
             for t in targets:
@@ -360,15 +435,23 @@ class _Env:
     def truth(self, n: ast.expr) -> bool | None:
         """Three-valued: a False conjunct decides an `and`, a True disjunct an `or`."""
         if isinstance(n, ast.BoolOp):
-            vals = []
+            # Python's order: a known False (`and`) or True (`or`) stops it; a raise counts
+            # only when every operand before it is known, so that vLLM surely reaches it
+            stop = isinstance(n.op, ast.Or)
+            seen_none = False
             for v in n.values:
                 try:
-                    vals.append(self.truth(v))
+                    t = self.truth(v)
                 except Undecided:
-                    vals.append(None)
-            if isinstance(n.op, ast.And):
-                return False if False in vals else (None if None in vals else True)
-            return True if True in vals else (None if None in vals else False)
+                    t = None
+                except Raises:
+                    if seen_none:
+                        return None
+                    raise
+                if t is stop:
+                    return stop
+                seen_none = seen_none or t is None
+            return None if seen_none else not stop
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
             t = self.truth(n.operand)
             return None if t is None else not t
@@ -409,7 +492,11 @@ class _Env:
                 try:
                     if not _CMP[type(op)](left, right):
                         return False
-                except (TypeError, KeyError):
+                except TypeError as exc:
+                    if isinstance(left, _Member) or isinstance(right, _Member):
+                        raise Undecided(ast.unparse(n)) from None
+                    raise Raises(f"TypeError: {exc}") from None
+                except KeyError:
                     raise Undecided(ast.unparse(n)) from None
                 left = right
             return True
@@ -493,5 +580,5 @@ def render(check: dict[str, Any], fields: dict[str, Any]) -> str:
 
 def torch_pin(requirements_text: str) -> str | None:
     """The torch version a release's requirements pin (`torch==2.9.0`), if any."""
-    m = re.search(r"^torch\s*==\s*([0-9][\w.+]*)", requirements_text, flags=re.M)
+    m = re.search(r"^torch\s*==\s*([0-9][\w.+]*)", requirements_text, flags=re.MULTILINE)
     return m.group(1) if m else None

@@ -25,7 +25,7 @@ import ast
 import gc
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -380,12 +380,12 @@ class _Walker:
         )
 
 
-def _local_resolver(fn: ast.AST, before_line: int):
+def _local_resolver(fn: ast.AST, before_line: int) -> Callable[[ast.Name], str | None]:
     """Resolve a Name to the string template last assigned to it before `before_line`."""
 
     def resolve(name: ast.Name) -> str | None:
         last: ast.expr | None = None
-        extra: list[ast.expr] = []
+        extra: list[ast.AugAssign] = []
         for node in ast.walk(fn):
             if getattr(node, "lineno", before_line) >= before_line:
                 continue
@@ -395,22 +395,22 @@ def _local_resolver(fn: ast.AST, before_line: int):
                 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id == name.id
             ):
-                if last is None or node.lineno > last.lineno:  # type: ignore[attr-defined]
+                if last is None or node.lineno > last.lineno:
                     last, extra = node.value, []
-                    last.lineno = node.lineno  # type: ignore[attr-defined]
+                    last.lineno = node.lineno
             elif (
                 isinstance(node, ast.AugAssign)
                 and isinstance(node.op, ast.Add)
                 and isinstance(node.target, ast.Name)
                 and node.target.id == name.id
             ):
-                extra.append(node)  # type: ignore[arg-type]
+                extra.append(node)
         if last is None or not _stringish(last):
             return None
         text = flatten_message(last)
         for aug in sorted(extra, key=lambda a: a.lineno):
-            if aug.lineno > last.lineno:  # type: ignore[attr-defined]
-                text += flatten_message(aug.value)  # type: ignore[attr-defined]
+            if aug.lineno > last.lineno:
+                text += flatten_message(aug.value)
         return text
 
     return resolve

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Any
 
 from compat.errors import LayoutError
 from compat.sources.tree import REGISTRY, VllmTree
@@ -40,7 +41,8 @@ class _Evaluator:
     def __init__(self) -> None:
         self.env: dict[str, dict[str, tuple[str, str, int]]] = {}
 
-    def value(self, node: ast.expr, local: dict[str, object]) -> object:
+    def value(self, node: ast.expr, local: dict[str, object]) -> Any:
+        """The Python value the expression evaluates to (whatever the source computes)."""
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
@@ -60,9 +62,9 @@ class _Evaluator:
             if isinstance(op, ast.NotEq):
                 return left != right
             if isinstance(op, ast.In):
-                return left in right  # type: ignore[operator]
+                return left in right
             if isinstance(op, ast.NotIn):
-                return left not in right  # type: ignore[operator]
+                return left not in right
         if isinstance(node, ast.BoolOp):
             vals = [self.value(v, local) for v in node.values]
             return all(vals) if isinstance(node.op, ast.And) else any(vals)
@@ -98,9 +100,9 @@ class _Evaluator:
             ):
                 raise _Unsupported(f"comprehension over {ast.unparse(it)}")
             source = self.registry_dict(it.func.value)
-            for k, (mod, cls, line) in source.items():
+            for arch, (mod, cls, line) in source.items():
                 local: dict[str, object] = {}
-                _bind(gen.target, (k, (mod, cls)), local)
+                _bind(gen.target, (arch, (mod, cls)), local)
                 if all(self.value(c, local) for c in gen.ifs):
                     key = self.value(node.key, local)
                     val = self.value(node.value, local)

@@ -82,6 +82,7 @@ _SAFE_BUILTINS = [
     "RuntimeError",
     "AssertionError",
     "IndexError",
+    "StopIteration",
     "Exception",
     "True",
     "False",
@@ -165,7 +166,7 @@ _STATE: dict[str, Any] = {"marker": None, "first": 0}
 def _note_change() -> None:
     if _STATE["first"] or _STATE["marker"] is None:
         return
-    f = sys._getframe(2)
+    f: types.FrameType | None = sys._getframe(2)
     while f is not None:
         if f.f_code.co_filename == _STATE["marker"]:
             _STATE["first"] = f.f_lineno

@@ -342,7 +342,8 @@ class ModuleIndex:
             assert isinstance(b.node, ast.ClassDef)
             return ClassRef(scope.module, b.node.name, scope.file, b.node.lineno)
         if b.kind == "importfrom":
-            mod, attr = b.target  # type: ignore[misc]
+            assert isinstance(b.target, tuple)
+            mod, attr = b.target
             if not self.in_tree(mod):
                 return External(f"{mod}.{attr}")
             res = self.resolve_name(mod, attr, platform, depth + 1)
@@ -350,10 +351,11 @@ class ModuleIndex:
                 return ModuleRef(f"{mod}.{attr}")
             return res
         if b.kind == "import":
-            mod = b.target  # type: ignore[assignment]
-            return ModuleRef(mod) if self.in_tree(mod) else External(mod)
+            assert isinstance(b.target, str)
+            return ModuleRef(b.target) if self.in_tree(b.target) else External(b.target)
         if b.kind == "alias":
-            return self.resolve_expr(scope.module, b.node, platform, depth + 1)  # type: ignore[arg-type]
+            assert isinstance(b.node, ast.expr)
+            return self.resolve_expr(scope.module, b.node, platform, depth + 1)
         if isinstance(b.node, ast.FunctionDef):
             return FuncRef(scope.module, b.node.name, b.node.lineno)
         if isinstance(b.node, ast.Call):
@@ -404,7 +406,7 @@ class ModuleIndex:
         for b in scope.bindings.get(fn.name, []) if scope else []:
             if isinstance(b.node, ast.FunctionDef) and b.node.lineno == fn.line:
                 node = b.node
-        if node is None or not node.args.args:
+        if scope is None or node is None or not node.args.args:
             return Unresolved(f"factory {fn.module}.{fn.name} not found")
         param = node.args.args[0].arg
         nested = {st.name: st for st in node.body if isinstance(st, ast.ClassDef)}
@@ -417,7 +419,7 @@ class ModuleIndex:
             return Unresolved(f"factory {fn.name} does not return a class it defines")
         cls = nested[returned[-1]]
         argname = arg.name if isinstance(arg, ClassRef) else arg.qualname.rsplit(".", 1)[-1]
-        ref = ClassRef(fn.module, f"{fn.name}({argname}).{cls.name}", scope.file, cls.lineno)  # type: ignore[union-attr]
+        ref = ClassRef(fn.module, f"{fn.name}({argname}).{cls.name}", scope.file, cls.lineno)
         self.synthetic.setdefault(ref, (cls, {param: arg}))
         return ref
 
@@ -427,8 +429,8 @@ class ModuleIndex:
         scope = self.scope(ref.module)
         assert scope is not None
         for b in scope.bindings.get(ref.name, []):
-            if b.kind == "class" and b.node is not None and b.node.lineno == ref.line:  # type: ignore[attr-defined]
-                return b.node  # type: ignore[return-value]
+            if b.kind == "class" and isinstance(b.node, ast.ClassDef) and b.node.lineno == ref.line:
+                return b.node
         return scope.classes[ref.name]
 
 

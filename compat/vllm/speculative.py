@@ -59,7 +59,9 @@ def accepted_methods(tree: VllmTree) -> list[Method]:
     for st in mod.body:
         value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
         targets = (
-            (st.targets if isinstance(st, ast.Assign) else [st.target]) if value is not None else []
+            (st.targets if isinstance(st, ast.Assign) else [st.target])
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and value is not None
+            else []
         )
         if (
             isinstance(value, ast.Subscript)
@@ -87,14 +89,14 @@ def accepted_methods(tree: VllmTree) -> list[Method]:
         return []
     aliases = {v for v, _, _ in expand(MTP_ALIAS_LITERAL, frozenset())}
     methods, seen_m = [], set()
-    for value, line, _origin in expand(ROOT_LITERAL, frozenset()):
-        if value in seen_m:
+    for name, line, _origin in expand(ROOT_LITERAL, frozenset()):
+        if name in seen_m:
             continue
-        seen_m.add(value)
-        if value in aliases and value != "mtp":
-            methods.append(Method(value, "mtp", "mtp_alias", line))
+        seen_m.add(name)
+        if name in aliases and name != "mtp":
+            methods.append(Method(name, "mtp", "mtp_alias", line))
         else:
-            methods.append(Method(value, value, "method", line))
+            methods.append(Method(name, name, "method", line))
     return methods
 
 

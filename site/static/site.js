@@ -2,11 +2,13 @@
  * The pages hold every status, cause and fix without this script. It adds what would make
  * them heavy if written into every cell: each index entry's id and link to its recipe cell,
  * and each recipe cell's permalink, computed from the row and column a cell sits in
- * (tr data-slug / data-fm, th data-slug / data-st or its text), as compat.emit.site.cell_id
- * writes them.
+ * (tr data-slug or the row header's feature mode, th data-slug / data-st or its text), as
+ * compat.emit.site.cell_id writes them; and on a recipe page, each text a note cites from
+ * "Said once" (a finding, error, command or cause written once per page), shown in place.
  * State lives in the URL fragment so any view can be linked:
  *   index.html#status=blocked&strategy=multi_node_tp_pp   (filters; values may be comma lists)
- *   index.html#release=0.33.0&status=blocked              (the index of one release)
+ *   index.html#release=0.33.0&status=blocked              (the index of one release: its
+ *                                                          page, or index.html narrowed)
  *   index.html#cell-zai-org-glm-5.2-multi_node_tp_pp-spec_decoding-mtp   (scroll to a cell)
  *   recipes/zai-org/GLM-5.2.html#release=0.33.0&cell=cell-...           (release + cell)
  * A classic script (not a module) because module scripts do not load from file://. */
@@ -97,11 +99,30 @@
     return text.trim();
   }
 
+  /* An entry with data-h="n" has the title and hint of the row's n-th distinct one, which the
+   * page writes once (compat.emit.site._said_once_per_row). */
+  function showRowHints(tr) {
+    var said = [];
+    each(tr.querySelectorAll("li.e"), function (li) {
+      var n = li.dataset.h;
+      if (n) {
+        var from = said[Number(n) - 1];
+        if (!from) return;
+        if (from.title) li.title = from.title;
+        var small = from.querySelector("small");
+        if (small) li.appendChild(small.cloneNode(true));
+      } else if (li.title || li.querySelector("small")) {
+        said.push(li);
+      }
+    });
+  }
+
   /* Give every entry its id, status, label and a link to its cell on the recipe page. */
   function linkEntries(table) {
     var heads = toArray(table.querySelectorAll("thead th[data-strategy]"));
     var entries = [];
     each(table.querySelectorAll("tr.r"), function (tr) {
+      showRowHints(tr);
       var link = tr.querySelector("th a");
       var href = link.getAttribute("href");
       tr.dataset.provider = tr.closest("tbody").dataset.provider;
@@ -207,6 +228,9 @@
     var views = toArray(document.querySelectorAll("nav.releases a[data-view]"));
     var wrap = table.closest(".matrix-wrap");
     var measure = offscreenCue(wrap, table, wrap.parentNode);
+    /* A release view marked data-narrows has no page: it is this page (each recipe at its pin)
+     * narrowed to the rows pinned at that release (tr data-release). */
+    var narrowedTo = "";
 
     function readControls() {
       var state = {};
@@ -231,6 +255,7 @@
       var features = list(state.feature), providers = list(state.provider);
       var terms = (state.q || "").toLowerCase().split(/\s+/).filter(Boolean);
       var narrowing = statuses.length || features.length;
+      var release = state.release || "";
       columns.forEach(function (el) {
         el.hidden = strategies.length > 0 && strategies.indexOf(el.dataset.strategy) < 0;
       });
@@ -244,6 +269,7 @@
         var any = false;
         each(g.querySelectorAll("tr.r"), function (tr) {
           var ok = (!providers.length || providers.indexOf(tr.dataset.provider) >= 0) &&
+            (!release || tr.dataset.release === release) &&
             terms.every(function (t) { return tr.dataset.q.indexOf(t) >= 0; });
           var visible = 0;
           if (ok) {
@@ -261,28 +287,38 @@
         (recipes === 1 ? " recipe" : " recipes");
       var hash = formatHash(state);
       permalink.setAttribute("href", hash || "#");
+      var filters = {};
+      Object.keys(state).forEach(function (k) { if (k !== "release") filters[k] = state[k]; });
+      var current = release || document.body.dataset.view;
       views.forEach(function (a) { /* the other releases keep the filters */
-        a.setAttribute("href", a.getAttribute("href").replace(/#.*$/, "") + hash);
+        var to = {};
+        Object.keys(filters).forEach(function (k) { to[k] = filters[k]; });
+        if (a.hasAttribute("data-narrows")) to.release = a.dataset.view;
+        a.setAttribute("href", a.getAttribute("href").replace(/#.*$/, "") + formatHash(to));
+        if (a.dataset.view === current) a.setAttribute("aria-current", "true");
+        else a.removeAttribute("aria-current");
       });
       measure();
     }
 
     function fromHash() {
       var state = parseHash();
-      if (state.release && state.release !== document.body.dataset.view) {
-        var view = views.filter(function (a) { return a.dataset.view === state.release; })[0];
-        if (view) {
-          delete state.release;
-          location.replace(view.getAttribute("href").replace(/#.*$/, "") + formatHash(state));
-          return;
-        }
+      var own = document.body.dataset.view;
+      var view = state.release && views.filter(function (a) { return a.dataset.view === state.release; })[0];
+      if (!view || state.release === own) {
+        delete state.release;
+      } else if (!(view.hasAttribute("data-narrows") && own === "pinned")) {
+        if (!view.hasAttribute("data-narrows")) delete state.release; /* its own page */
+        location.replace(view.getAttribute("href").replace(/#.*$/, "") + formatHash(state));
+        return;
       }
-      delete state.release;
+      narrowedTo = state.release || "";
       writeControls(state);
       apply(state);
       if (state.target) {
         var el = document.getElementById(state.target);
         if (el && el.closest("[hidden]")) { /* a filter hides the cell: show everything */
+          narrowedTo = "";
           writeControls({});
           apply({});
         }
@@ -293,6 +329,7 @@
 
     function onInput() {
       var state = readControls();
+      if (narrowedTo) state.release = narrowedTo;
       apply(state);
       setHash(formatHash(state));
     }
@@ -308,21 +345,27 @@
 
   /* ------------------------------------------------------------------ recipe page */
 
-  /* Give every cell its data-cell id and a permalink ("#" on hover). */
+  /* Give every cell its data-cell id and a permalink ("#" on hover; a section may hold several
+   * releases, and showing one points its permalinks there), and the first of each at the
+   * default release that id (compat.emit.site.cell_id, what index entries link to). A row's
+   * feature mode is its header's text; a variant's header row (tr.v) names no feature mode. */
   function linkCells(recipeSlug, fallback) {
     each(document.querySelectorAll("table.recipe"), function (table) {
       var heads = toArray(table.querySelectorAll("thead th:not(.rh)"));
-      var release = table.closest("section.rel").dataset.release;
-      each(table.querySelectorAll("tbody tr[data-fm]"), function (tr) {
+      var releases = table.closest("section.rel").dataset.releases.split(" ");
+      var pinned = releases.indexOf(fallback) >= 0;
+      each(table.querySelectorAll("tbody tr:not(.v)"), function (tr) {
         var label = tr.querySelector("th").textContent;
+        var fm = fmSlug(label);
         each(tr.querySelectorAll("td"), function (td, i) {
           if (td.classList.contains("na") || !heads[i]) return;
           var st = heads[i].dataset.st || heads[i].textContent.trim(); /* written when they differ */
-          var id = "cell-" + recipeSlug + "-" + st + "-" + tr.dataset.fm;
+          var id = "cell-" + recipeSlug + "-" + st + "-" + fm;
           td.dataset.cell = id;
+          if (pinned && !document.getElementById(id)) td.id = id;
           var a = document.createElement("a");
           a.className = "pl";
-          a.href = release === fallback ? "#" + id : "#release=" + release + "&cell=" + id;
+          a.href = pinned ? "#" + id : "#release=" + releases[0] + "&cell=" + id;
           a.setAttribute("aria-label", "Permalink to " + label + " on " + heads[i].textContent);
           a.textContent = "#";
           td.insertBefore(a, td.firstChild);
@@ -331,31 +374,150 @@
     });
   }
 
+  /* A blocked cell's hint (cause, fix, first working release) is its notes'; a section writes
+   * it at the first cell citing them (span.cz data-n): show it at the others too. */
+  function showHints(section) {
+    var first = {};
+    each(section.querySelectorAll(".cz[data-n]"), function (cz) {
+      cz.dataset.n.split(" ").forEach(function (n) { if (!first[n]) first[n] = cz; });
+    });
+    each(section.querySelectorAll(".p.s-blocked"), function (part) {
+      var said = toArray(part.querySelectorAll(".cz")).map(function (cz) { return cz.textContent; });
+      each(part.querySelectorAll("a[href^='#note-']"), function (a) {
+        var cz = first[a.getAttribute("href").slice(6)];
+        if (!cz || said.indexOf(cz.textContent) >= 0) return;
+        said.push(cz.textContent);
+        part.appendChild(cz.cloneNode(true));
+      });
+    });
+  }
+
+  /* The cells of a section citing each note, by note id: "base, tool_calling on multi_node_tp,
+   * multi_node_tep; text_only on single_node_tp" (feature modes with the same strategies
+   * together). */
+  function citedCells(section) {
+    var byNote = {};
+    each(section.querySelectorAll("table.recipe"), function (table) {
+      var heads = toArray(table.querySelectorAll("thead th:not(.rh)"));
+      each(table.querySelectorAll("tbody tr:not(.v)"), function (tr) {
+        var label = tr.querySelector("th").textContent;
+        each(tr.querySelectorAll("td"), function (td, i) {
+          each(td.querySelectorAll("a[href^='#note-']"), function (a) {
+            var id = a.getAttribute("href").slice(1);
+            var labels = byNote[id] = byNote[id] || {};
+            var strategies = labels[label] = labels[label] || [];
+            var strategy = heads[i].textContent.trim();
+            if (strategies.indexOf(strategy) < 0) strategies.push(strategy);
+          });
+        });
+      });
+    });
+    var text = {};
+    Object.keys(byNote).forEach(function (id) {
+      var groups = [], at = {};
+      Object.keys(byNote[id]).forEach(function (label) {
+        var where = byNote[id][label].join(", ");
+        if (!(where in at)) { at[where] = groups.length; groups.push([[], where]); }
+        groups[at[where]][0].push(label);
+      });
+      text[id] = groups.map(function (g) { return g[0].join(", ") + " on " + g[1]; }).join("; ");
+    });
+    return text;
+  }
+
+  /* Show each text a note cites ([t1], [c1], [k1]: a link to the one copy under "Said once";
+   * a note's only links within the page) in place of the citation. */
+  function showCited() {
+    each(document.querySelectorAll("#notes a[href^='#']"), function (a) {
+      var said = document.getElementById(a.getAttribute("href").slice(1));
+      if (!said) return;
+      var copy = document.createDocumentFragment();
+      each(said.childNodes, function (node) { copy.appendChild(node.cloneNode(true)); });
+      a.parentNode.replaceChild(copy, a);
+    });
+  }
+
   function initRecipe() {
     var sections = toArray(document.querySelectorAll("section.rel"));
-    var links = toArray(document.querySelectorAll("nav.releases a[data-release]"));
+    var links = toArray(document.querySelectorAll("nav.releases a[href^='#release=']"));
+    links.forEach(function (a) { a.dataset.release = a.getAttribute("href").slice(9); });
     var fallback = document.body.dataset.default;
+    var notes = toArray(document.querySelectorAll("#notes li.note"));
+    var notesHead = document.getElementById("notes-h");
+    showCited();
+    sections.forEach(showHints);
     linkCells(document.body.dataset.slug, fallback);
 
+    function holds(section, release) {
+      return section.dataset.releases.split(" ").indexOf(release) >= 0;
+    }
+
+    /* the release a section stands for when a link names none: the default, else its first */
+    function releaseOf(section) {
+      return holds(section, fallback) ? fallback : section.dataset.releases.split(" ")[0];
+    }
+
+    function sectionOf(release) {
+      return sections.filter(function (s) { return holds(s, release); })[0];
+    }
+
+    function cites(section, noteId) {
+      return !!section.querySelector("a[href='#" + noteId + "']");
+    }
+
+    /* One release's table, and the notes its cells cite (the notes are the page's). */
     function show(release) {
-      sections.forEach(function (s) { s.hidden = s.dataset.release !== release; });
+      sections.forEach(function (s) { s.hidden = !holds(s, release); });
       links.forEach(function (a) {
         if (a.dataset.release === release) a.setAttribute("aria-current", "true");
         else a.removeAttribute("aria-current");
       });
+      var section = sectionOf(release);
+      var cited = section ? citedCells(section) : {};
+      if (section) {
+        each(section.querySelectorAll("td[data-cell] > a.pl"), function (a) {
+          var id = a.parentNode.dataset.cell;
+          a.href = release === fallback ? "#" + id : "#release=" + release + "&cell=" + id;
+        });
+      }
+      notes.forEach(function (li) {
+        li.hidden = !cited[li.id];
+        var cells = li.querySelector(".cells");
+        if (!cells) {
+          cells = document.createElement("p");
+          cells.className = "cells";
+          cells.appendChild(document.createElement("strong"));
+          li.querySelector(".nh").insertAdjacentElement("afterend", cells);
+        }
+        cells.firstChild.textContent = cited[li.id] || "";
+      });
+      /* a text said once for several releases names the release as a variable; evidence links
+       * point at the vLLM source of the release shown */
+      each(document.querySelectorAll("#notes var.rel"), function (v) { v.textContent = release; });
+      var link = links.filter(function (a) { return a.dataset.release === release; })[0];
+      var ref = link && link.hasAttribute("data-ref") ? link.dataset.ref : "v" + release;
+      if (ref) {
+        each(document.querySelectorAll("#notes a[href*='/vllm-project/vllm/blob/']"), function (a) {
+          a.href = a.href.replace(/\/blob\/[^/]+\//, "/blob/" + ref + "/");
+        });
+      }
+      if (notesHead) notesHead.textContent = "Notes for vLLM " + release;
     }
 
     function fromHash() {
       var state = parseHash();
       var release = fallback;
       var byId = state.target && document.getElementById(state.target);
-      if (state.release && sections.some(function (s) { return s.dataset.release === state.release; })) {
+      if (state.release && sectionOf(state.release)) {
         release = state.release;
       } else if (byId && !state.cell && byId.closest("section.rel")) {
-        release = byId.closest("section.rel").dataset.release; /* a note or a pinned cell */
+        release = releaseOf(byId.closest("section.rel")); /* a pinned cell */
+      } else if (byId && byId.classList.contains("note") && !cites(sectionOf(release), byId.id)) {
+        var citing = sections.filter(function (s) { return cites(s, byId.id); })[0];
+        if (citing) release = releaseOf(citing); /* a note the default release does not cite */
       }
       function cellsIn(rel) {
-        var section = sections.filter(function (s) { return s.dataset.release === rel; })[0];
+        var section = sectionOf(rel);
         return section ? toArray(section.querySelectorAll("[data-cell]")).filter(function (td) {
           return td.dataset.cell === state.target;
         }) : [];
@@ -363,8 +525,8 @@
       var cells = state.target ? cellsIn(release) : [];
       if (state.target && !cells.length && !state.release) { /* a cell only some releases have */
         sections.some(function (s) {
-          cells = cellsIn(s.dataset.release);
-          if (cells.length) release = s.dataset.release;
+          cells = cellsIn(releaseOf(s));
+          if (cells.length) release = releaseOf(s);
           return cells.length > 0;
         });
       }

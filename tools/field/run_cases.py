@@ -55,8 +55,12 @@ def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
 
 
 def lint_argv(case: dict[str, Any]) -> list[str]:
-    """The argv compat judges: the reported one, with `model_id` in place of a local model path."""
+    """The argv compat judges: the reported one, with `model_id` in place of a local model path.
+    An `api_server` case (the OpenAI server module, which takes `--model X`) is judged as
+    `vllm serve X ...`: the same argument parser with the model as the positional."""
     argv = list(case["argv"])
+    if case.get("entrypoint") == "api_server":
+        argv = _model_to_positional(argv)
     model_id = case.get("model_id")
     if not model_id:
         return argv
@@ -70,6 +74,15 @@ def lint_argv(case: dict[str, Any]) -> list[str]:
         if a.startswith("--model="):
             argv[i] = f"--model={model_id}"
             return argv
+    return argv
+
+
+def _model_to_positional(argv: list[str]) -> list[str]:
+    for i, a in enumerate(argv):
+        if a == "--model" and i + 1 < len(argv):
+            return [*argv[:2], argv[i + 1], *argv[2:i], *argv[i + 2:]]
+        if a.startswith("--model="):
+            return [*argv[:2], a.removeprefix("--model="), *argv[2:i], *argv[i + 1:]]
     return argv
 
 
@@ -94,6 +107,11 @@ def judge(case: dict[str, Any]) -> dict[str, Any]:
     except SystemExit:
         raise
     except Exception as exc:  # a crash is a result too: report it, do not stop the table
+        if "neither in the database nor available" in str(exc):  # not on the package index
+            row.update(status="n/a", finding="release unavailable", findings=[],
+                       message=f"vLLM {version} is not on the package index: {exc}")
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            return row
         row.update(status="error", finding="", message=f"{type(exc).__name__}: {exc}", findings=[])
         row["seconds"] = round(time.monotonic() - t0, 1)
         return row
@@ -103,6 +121,13 @@ def judge(case: dict[str, Any]) -> dict[str, Any]:
         return row
     findings = [{"status": f.status, "step": f.step, "message": f.message, "stage": f.stage,
                  "evidence": [e for e in f.evidence if e]} for f in rv.findings]
+    if case.get("entrypoint") == "api_server" and any(
+            getattr(f, "key", "") == "arg:no-vllm-command" for f in rv.findings):
+        # the reporter's launcher exists there, `vllm serve` does not: compat judges the latter
+        row.update(status="n/a", findings=findings, seconds=round(time.monotonic() - t0, 1),
+                   finding="out of scope", message=f"vLLM {version} has no `vllm serve`; the case ran "
+                   "python -m vllm.entrypoints.openai.api_server")
+        return row
     deciding = next((f for f in findings if f["status"] == rv.status), None)
     row.update(status=rv.status, findings=findings, seconds=round(time.monotonic() - t0, 1),
                finding=deciding["step"] if deciding else "",
@@ -112,8 +137,8 @@ def judge(case: dict[str, Any]) -> dict[str, Any]:
 
 def agreement(expected: str, status: str) -> str:
     """yes / no / unknown: does compat's verdict match the reported outcome?"""
-    if status == "error":
-        return "error"
+    if status in ("error", "n/a"):
+        return status
     if expected == "fails":
         return "yes" if status == "blocked" else ("no" if status == "ok" else "unknown")
     return "yes" if status in ("ok", "warning") else ("no" if status == "blocked" else "unknown")
@@ -133,6 +158,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, int]:
         "working judged ok/warning": sum(r["status"] in ("ok", "warning") for r in works),
         "working judged blocked": sum(r["status"] == "blocked" for r in works),
         "working judged unknown": sum(r["status"] == "unknown" for r in works),
+        "out of scope (no `vllm serve` at the release, or not on the index)": sum(
+            r["status"] == "n/a" for r in rows),
         "errors": sum(r["status"] == "error" for r in rows),
     }
 

@@ -30,7 +30,6 @@ import gzip
 import json
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,6 +39,13 @@ GOLDEN = REPO / "tests" / "golden"
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
+
+
+def _filled(message: str) -> str:
+    """The replay's message with `$NAME` as the harness filled it (serve_args.shell_value): the
+    same convention as tests/test_serve_args_golden.py."""
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+                  lambda m: "29550" if m.group(1).upper().endswith("PORT") else "10.0.0.1", message)
 
 
 def norm(message: str) -> str:
@@ -96,18 +102,14 @@ def text_difference(vllm: str, replay: str, model: str | None = None) -> str:
 
 
 def load_knowledge(version: str):
-    from compat import db as dbm
-    from compat.scan import release_facts, write_facts
+    from compat.scan import release_facts
     from compat.sources.pypi import cache_dir, tree_from_index
-    from compat.verdict.knowledge import load_knowledge as load
+    from compat.verdict.knowledge import knowledge_from_facts
 
     tree = tree_from_index(version, cache=cache_dir())
-    path = Path(tempfile.mkdtemp(prefix="compare-serve-args-")) / "facts.db"
-    engine = dbm.engine_for(path)
-    dbm.init_schema(engine)
     facts, _ = release_facts(tree)
-    write_facts(engine, facts)
-    return load(engine, version, tree)
+    notes = json.loads((facts.get("release") or {}).get("notes") or "[]")
+    return knowledge_from_facts(version, tree, facts, notes)
 
 
 def treat_as_verified(k) -> str:
@@ -181,7 +183,7 @@ def compare(version: str, golden_path: Path, snapshot: Path) -> tuple[dict, list
                             f"{', '.join(sorted({mask(f.step, 80) for f in findings})) or 'nothing'}", "argv": shown,
                             "vllm": f"{stage} {exc}: {norm(message)[:300]}",
                             "replay": [f"{f.status} {f.step[:200]}" for f in findings] or "nothing"})
-            elif (same_python and norm(blocked[0].message) != norm(message)) or (first.stage, first.exception) != (
+            elif (same_python and norm(_filled(blocked[0].message)) != norm(message)) or (first.stage, first.exception) != (
                     stage, exc):
                 ours = what(first.stage, first.exception, blocked[0].message)
                 theirs = what(stage, exc, message)

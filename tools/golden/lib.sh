@@ -15,8 +15,12 @@
 #  Releases before 0.20 (serve-args only): transformers as the release's own CI pins it
 #  (requirements/test.txt, or requirements-test.txt before 0.8); a plain install resolves the
 #  newest transformers allowed, years younger than the release.
+#  0.6.2: its requirements-test.txt pins no transformers; requirements-common.txt's floor
+#          (>=4.45.0, "Required for Llama 3.2"), the release current when 0.6.2 came out.
+#          torch 2.4.0 / torchvision 0.19 / xformers come from vLLM's own pins (requirements-cuda.txt).
 golden_extras() {
   case $1 in
+    0.6.2)  echo "transformers==4.45.0 numpy==1.26.4" ;;
     0.6.4)  echo "transformers==4.45.2 tokenizers==0.20.3 numpy==1.26.4" ;;
     0.7.0)  echo "transformers==4.47.0 tokenizers==0.21.0 numpy==1.26.4" ;;
     0.8.5)  echo "transformers==4.51.3" ;;
@@ -44,7 +48,8 @@ golden_venv() {
   fi
   local extra
   extra=$(golden_extras "$version")
-  if ! "$venv/bin/python" -c "import vllm, sys; sys.exit(vllm.__version__ != '$version')" 2>/dev/null; then
+  # the distribution's version: the 0.6.2 wheel's vllm.__version__ says 0.6.1.dev238+ge2c6e0a82
+  if ! "$venv/bin/python" -c "import sys; from importlib.metadata import version; sys.exit(version('vllm') != '$version')" 2>/dev/null; then
     # the extras in the same resolution, so that pip picks the rest to fit them
     golden_log "pip install vllm==$version $extra"
     # shellcheck disable=SC2086
@@ -57,6 +62,7 @@ golden_venv() {
   fi
   # torchvision/torchaudio must import beside torch; drop them if they do not.
   for mod in torchvision torchaudio; do
+    "$venv/bin/pip" show -q "$mod" >/dev/null 2>&1 || continue  # not installed (0.6.x: no torchaudio)
     if ! "$venv/bin/python" -c "import $mod" >/dev/null 2>&1; then
       golden_log "$mod does not import beside torch: uninstalling it"
       "$venv/bin/pip" uninstall -y "$mod"

@@ -14,7 +14,8 @@ before it loads anything:
 1. `parse`: the CLI's parser exactly as `vllm/entrypoints/cli/main.py` builds it
    (a `FlexibleArgumentParser` with a `serve` subparser made by
    `ServeSubcommand.subparser_init`, i.e. `make_arg_parser`), `parse_args`;
-2. `validate`: `ServeSubcommand.validate` (`validate_parsed_serve_args`);
+2. `validate`: `ServeSubcommand.validate` (`validate_parsed_serve_args`; nothing in 0.6.0-0.6.3,
+   whose main() dispatches right after parsing);
 3. `serve_cmd`: `ServeSubcommand.cmd` itself, run for real up to the entry it dispatches
    to (`run_server`, `run_multi_api_server`, `run_headless`, `run_dp_supervisor`, each
    replaced by a stub that only records which one was reached): its own checks (a
@@ -190,11 +191,15 @@ def serve_validator(parser, main_target: str):
         cls = type(owner)
         return f"{cls.__module__}.{cls.__qualname__}.validate", owner.validate
     mod_name, _, func = main_target.partition(":")
-    main_globals = getattr(sys.modules[mod_name], func).__globals__
-    fn = main_globals.get("validate_parsed_serve_args")
-    if fn is None:
-        raise SystemExit(f"neither a serve CLISubcommand nor validate_parsed_serve_args beside {main_target}")
-    return f"{fn.__module__}.{fn.__qualname__}", fn
+    main_fn = getattr(sys.modules[mod_name], func)
+    fn = main_fn.__globals__.get("validate_parsed_serve_args")
+    if fn is not None:
+        return f"{fn.__module__}.{fn.__qualname__}", fn
+    if "validate_parsed_serve_args" not in main_fn.__code__.co_names:
+        # vllm/scripts.py of 0.6.0-0.6.3: main() dispatches right after parse_args (the release has
+        # no validate_parsed_serve_args); the `validate` stage runs nothing.
+        return f"none ({main_target} checks nothing between parsing and dispatch)", lambda _args: None
+    raise SystemExit(f"{main_target} calls validate_parsed_serve_args, which is not beside it")
 
 
 def api_server_validator():
@@ -214,19 +219,48 @@ def api_server_validator():
 SOCKET_FUNCTIONS = ("create_server_socket", "create_server_unix_socket")
 
 
+def run_server_stop(g: dict) -> str:
+    """The first socket step of run_server (whose module globals are `g`): `create_server_socket`
+    (0.6.4 on), else a `socket.socket(...)` made inline through the module's `socket` (0.6.0-0.6.3
+    bind a temporary socket as run_server's first step)."""
+    if "create_server_socket" in g:
+        return "create_server_socket"
+    if getattr(g.get("socket"), "socket", None) is not None:
+        return "socket.socket"
+    raise SystemExit("run_server's module has neither create_server_socket nor socket: "
+                     "cannot stop before the socket")
+
+
+class _SocketModule:
+    """run_server's module's `socket` with its `socket` constructor raising _Reached (every other
+    name is the real module's): a socket made inline (0.6.0-0.6.3) stops the run before it binds."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    @staticmethod
+    def socket(*_a, **_k):
+        raise _Reached("socket")
+
+
 def run_server_checks(run_server, args) -> None:
     """Run the release's own `run_server(args)` coroutine up to the socket it binds first.
 
     Releases without `validate_api_server_args` check the tool and reasoning parser names inline,
-    between the plugin import and `create_server_socket`. The socket functions (globals of
-    run_server's module) are replaced by stubs raising _Reached, and
+    between the plugin import and `create_server_socket` (0.6.4-0.8.x); 0.6.0-0.6.3 have no such
+    check and bind a temporary socket first (`socket.socket(...)` inline, see run_server_stop).
+    The socket functions (globals of run_server's module) are replaced by stubs raising _Reached,
+    as is the `socket` module's constructor seen from that module (_SocketModule), and
     `ToolParserManager.import_tool_parser` by a no-op (a plugin file is user code, not vLLM, as
     for the releases that have validate_api_server_args). The coroutine is stepped once by hand:
     everything before the socket is synchronous."""
     g = run_server.__globals__
-    if "create_server_socket" not in g:
-        raise SystemExit("run_server's module has no create_server_socket: cannot stop before the socket")
     saved = {name: g[name] for name in SOCKET_FUNCTIONS if name in g}
+    if run_server_stop(g) == "socket.socket":
+        saved["socket"] = g["socket"]
     tpm = g.get("ToolParserManager")
     saved_import = tpm.__dict__.get("import_tool_parser") if tpm is not None else None
 
@@ -236,7 +270,7 @@ def run_server_checks(run_server, args) -> None:
     coro = None
     try:
         for name in saved:
-            g[name] = stub
+            g[name] = _SocketModule(saved[name]) if name == "socket" else stub
         if saved_import is not None:
             tpm.import_tool_parser = classmethod(lambda cls, *_a, **_k: None)
         coro = run_server(args)
@@ -370,7 +404,11 @@ def main() -> int:
     import vllm
     from vllm.platforms import current_platform
 
-    version = vllm.__version__
+    from importlib.metadata import version as dist_version
+
+    # The release as installed (its distribution's version), which names the file: the 0.6.2 wheel's
+    # vllm.__version__ reads "0.6.1.dev238+ge2c6e0a82" (recorded beside it when it differs).
+    version = dist_version("vllm")
     with open(args.argvs) as fh:
         todo = json.load(fh)["argvs"]
     checkpoint = args.checkpoint or os.path.join(tempfile.gettempdir(), f"serve-args-{version}.jsonl")
@@ -395,7 +433,10 @@ def main() -> int:
     if api is not None:
         api_name, validate_api = api
     else:
-        api_name, validate_api = "run_server up to its create_server_socket (no validate_api_server_args)", None
+        from vllm.entrypoints.openai import api_server as openai_api_server
+
+        stop = run_server_stop(vars(openai_api_server))
+        api_name, validate_api = f"run_server up to its {stop} (no validate_api_server_args)", None
     entry_points = {"console_script": main_target, "validate": validate_name, "dispatch": dispatch_name,
                     "api_server": api_name, "engine_args": "vllm.engine.arg_utils.AsyncEngineArgs.from_cli_args"}
     print(f"parser built in {time.time() - t0:.1f}s; {entry_points}", file=sys.stderr)
@@ -437,6 +478,7 @@ def main() -> int:
         "platform_detail": describe_platform(current_platform, args.platform != "auto"),
         "assumed_cuda_capability": list(FAKE_CUDA_CAPABILITY) if args.platform == "cuda" else None,
         "api_server_validation": api_name,
+        **({"vllm_dunder_version": vllm.__version__} if vllm.__version__ != version else {}),
         "entry_points": entry_points,
         "stages": list(STAGES),
         "columns": ["argv", "omni", "shell_vars", "stage", "exception", "message", "values"],

@@ -1,0 +1,159 @@
+"""The release's own argv rewrite, run from its source: `FlexibleArgumentParser.parse_args`.
+
+Before argparse sees `vllm serve ...`, vLLM rewrites the list: `_` to `-` in option names
+(the whole name up to 0.9.0, the part before the first `.` after), `--model X` rejected
+(0.9-0.10) or moved to the positional (later), `--config FILE` spliced in, `-O3`, dotted
+`--x.key v` merged into `--x '{"key": v}'` (from 0.9). Each release does this differently,
+so the replay runs the release's method itself instead of one reimplementation:
+
+* `super().parse_args(processed, namespace)` is replaced by `return processed` (argparse is
+  the replay's part, compat.verdict.arguments);
+* `self._pull_args_from_config(args)` (and the class-level spelling) is the replay's
+  `pull_config` (the file is read by the caller's loader, never by the release's code);
+  attributes it sets on itself for `--help` become locals;
+* helpers the method calls from its module (`human_readable_int`) are compiled from the
+  same tree; `re`, `json`, `defaultdict`, `sys.argv`, `logger` (silent) are host objects.
+
+The method is compiled once per release in the sandbox's restricted globals (no imports
+beyond the pure stdlib, no file access). Its AST must hold no `while` loop, so every run
+ends; runs are then not traced (the replay calls it once per argv and release). What the
+method raises is vLLM's answer (`ValueError: With vllm serve, you should provide the
+model as a positional argument...`, an IndexError on a trailing dotted option); a name the
+host does not provide is `unknown`, never a pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from compat.vllm.cli_surface import SymbolResolver
+from compat.vllm.sandbox import IsolatedProgram, SandboxError
+
+#: Where FlexibleArgumentParser lives, newest first (compat.vllm.cli_surface reads the same).
+PARSER_HOMES = ("vllm/utils/argparse_utils.py", "vllm/utils/__init__.py", "vllm/utils.py")
+
+
+class RewriteError(Exception):
+    """What the release's parse_args raised: `exc` is the exception's name ('unknown' when
+    the replay cannot run it), `message` its text."""
+
+    def __init__(self, exc: str, message: str) -> None:
+        super().__init__(message)
+        self.exc = exc
+        self.message = message
+
+
+class ReleaseRewrite:
+    """One release's parse_args, compiled once; `__call__(argv, pull)` returns the rewritten
+    list or raises RewriteError."""
+
+    def __init__(self, tree: Any) -> None:
+        self.file = ""
+        self.line = 0
+        self.reason = ""
+        self._program: IsolatedProgram | None = None
+        found = _find(tree)
+        if found is None:
+            self.reason = "FlexibleArgumentParser.parse_args not found"
+            return
+        self.file, fn = found
+        self.line = fn.lineno
+        if any(isinstance(n, ast.While) for n in ast.walk(fn)):
+            self.reason = f"parse_args ({self.file}:{self.line}) has a while loop"
+            return
+        fn = _Rewritten().visit(copy.deepcopy(fn))
+        functions: dict[str, tuple[ast.FunctionDef, str]] = {"parse_args": (fn, self.file)}
+        got = SymbolResolver(tree).resolve(self.file, "human_readable_int")
+        if got is not None and isinstance(got[1], ast.FunctionDef):
+            functions["human_readable_int"] = (got[1], got[0])
+        host = {
+            "re": re,
+            "json": json,
+            "defaultdict": defaultdict,
+            "ArgumentTypeError": argparse.ArgumentTypeError,
+            "Namespace": argparse.Namespace,
+            "sys": _Sys(),
+            "pull_args_from_config": None,  # set per call
+        }
+        try:
+            self._program = IsolatedProgram(tree, functions, host)
+        except (SandboxError, SyntaxError) as exc:
+            self.reason = f"parse_args ({self.file}:{self.line}) cannot be isolated: {exc}"
+
+    def __call__(self, argv: list[str], pull: Any) -> list[str]:
+        if self._program is None:
+            raise RewriteError("unknown", f"vLLM's argv rewrite is not replayed: {self.reason}")
+        fn = self._program.globals["parse_args"]
+        self._program.globals["pull_args_from_config"] = pull
+        try:
+            out = fn(None, list(argv), None)
+        except RewriteError:
+            raise
+        except NameError as exc:
+            raise RewriteError(
+                "unknown", f"parse_args ({self.file}:{self.line}) uses {exc}, not provided"
+            ) from None
+        except SandboxError as exc:
+            raise RewriteError("unknown", f"parse_args ({self.file}:{self.line}): {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - the release's own rewrite raised: its answer
+            raise RewriteError(type(exc).__name__, str(exc)) from None
+        if not isinstance(out, list) or not all(isinstance(a, str) for a in out):
+            raise RewriteError(
+                "unknown", f"parse_args ({self.file}:{self.line}) did not end in super().parse_args"
+            )
+        return out
+
+
+class _Sys:
+    argv: list[str] = ["vllm"]
+
+
+class _Rewritten(ast.NodeTransformer):
+    """`super().parse_args(x, ...)` -> `x`; `self._pull_args_from_config(x)` (or through the
+    class) -> `pull_args_from_config(x)`, the host's; an attribute set on `self` or the class
+    (`_show_serve_task_hint`, `_search_keyword`: what `--help` prints) -> a local."""
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        f = node.func
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "parse_args"
+            and isinstance(f.value, ast.Call)
+            and isinstance(f.value.func, ast.Name)
+            and f.value.func.id == "super"
+            and node.args
+        ):
+            return node.args[0]
+        if isinstance(f, ast.Attribute) and f.attr == "_pull_args_from_config" and _on_self(f):
+            return ast.copy_location(
+                ast.Call(ast.Name("pull_args_from_config", ast.Load()), node.args, []), node
+            )
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Store) and _on_self(node):
+            return ast.copy_location(ast.Name(f"self_{node.attr.lstrip('_')}", ast.Store()), node)
+        return node
+
+
+def _on_self(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id in ("self", "FlexibleArgumentParser")
+
+
+def _find(tree: Any) -> tuple[str, ast.FunctionDef] | None:
+    for rel in PARSER_HOMES:
+        mod = tree.parse(rel)
+        for st in mod.body if mod else []:
+            if isinstance(st, ast.ClassDef) and st.name == "FlexibleArgumentParser":
+                for fn in st.body:
+                    if isinstance(fn, ast.FunctionDef) and fn.name == "parse_args":
+                        return rel, fn
+    return None
