@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -64,7 +65,8 @@ def _in_workers(
             recv, send = ctx.Pipe(duplex=False)
             args = (j, paths, combos, position, send)
             proc = ctx.Process(target=_worker, args=args, daemon=True)
-            proc.start()
+            with _signals_held():
+                proc.start()
             send.close()
             jobs.append((proc, recv))
         pending: dict[Any, Connection] = {recv: recv for _proc, recv in jobs}
@@ -93,6 +95,24 @@ def _in_workers(
             proc.join()
 
 
+#: The signals a worker takes no handler of the parent's for (see _signals_held).
+_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back while a worker forks: a fork's child runs the parent's
+    Python handlers until _worker resets them, and a handler raising there (the CLI's SIGTERM
+    handler raises SystemExit; SIGINT raises KeyboardInterrupt) would unwind the parent's
+    stack in the child (its `db.writing` cleanup included). The child keeps them held until
+    its own handlers are set; the parent gets any that arrived once the fork is done."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _worker(
     j: Judging, paths: list[str], combos: Callable[[str], list[Any]], position: Any, conn: Any
 ) -> None:
@@ -101,10 +121,9 @@ def _worker(
     Signals are the parent's to handle (it terminates the worker); the worker ends with
     os._exit, leaving the parent's files, buffers and database connection alone.
     """
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # held since the fork (_signals_held)
     code = 0
     try:
         j.pool.say = lambda msg: conn.send(("say", msg))

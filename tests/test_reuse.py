@@ -176,3 +176,21 @@ def test_a_failing_worker_leaves_its_recipes_to_the_parent(checkout, monkeypatch
 
     monkeypatch.setattr(workers, "judge_recipe", judge_recipe)
     assert tables(full(checkout, "fallback", monkeypatch)) == tables(alone)
+
+
+def test_workers_fork_with_sigint_and_sigterm_held():
+    """A worker terminated before it set its own handlers must not run the parent's (the CLI's
+    SIGTERM handler raises SystemExit, which would unwind a copy of the parent's stack)."""
+    import os
+    import signal
+
+    from compat import workers
+
+    with workers._signals_held():
+        pid = os.fork()
+        if pid == 0:
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            os._exit(0 if {signal.SIGINT, signal.SIGTERM} <= held else 1)
+    _pid, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
