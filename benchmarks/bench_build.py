@@ -118,6 +118,17 @@ class Bench:
         return str(cache)
 
 
+def runs(only: str) -> list[str]:
+    """The run names of `--only`: comma-separated, where a run's own name may end in ", judged"."""
+    out: list[str] = []
+    for part in (p.strip() for p in only.split(",")):
+        if part == "judged" and out:
+            out[-1] += ", judged"
+        elif part:
+            out.append(part)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("recipes", type=Path)
@@ -127,7 +138,7 @@ def main() -> None:
     ap.add_argument("--edit", default="models/zai-org/GLM-5.2.yaml")
     ap.add_argument("--prime", action="store_true")
     args = ap.parse_args()
-    wanted = [r.strip() for r in args.only.split(",") if r.strip()]
+    wanted = runs(args.only)
     if unknown := [r for r in wanted if r not in RUNS]:
         sys.exit(f"unknown runs {unknown}; choose from {', '.join(RUNS)}")
     from compat.sources.pypi import cache_dir, fetch_sdist
