@@ -49,10 +49,12 @@ RUNS = (
 )
 
 
-def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+def run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MiB) of one child process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     assert proc.stderr is not None
     err = proc.stderr.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
@@ -96,8 +98,10 @@ class Bench:
         self.user = user
         self.env = dict(os.environ, COMPAT_CACHE=str(scratch_cache(tmp, user)))
         self.env.pop("COMPAT_REUSE", None)
-        if code is not None:
-            self.env["PYTHONPATH"] = str(code.resolve())
+        # `python -m` puts its working directory first on sys.path (before PYTHONPATH and an
+        # installed compat): each build runs in the checkout whose code it measures.
+        self.code = (code or Path(__file__).resolve().parents[1]).resolve()
+        self.env["PYTHONPATH"] = str(self.code)
         self.results: list[tuple[str, float, float, float]] = []
 
     def build(self, name: str, recipes: Path, versions: list[str], **env: str) -> None:
@@ -105,7 +109,7 @@ class Bench:
         cmd += ["--db", str(self.tmp / f"{len(self.results)}.db")]
         for v in versions:
             cmd += ["--vllm", v]
-        wall, cpu, rss = run(cmd, {**self.env, **env})
+        wall, cpu, rss = run(cmd, {**self.env, **env}, self.code)
         self.results.append((name, wall, cpu, rss))
         print(f"{name:22} {wall:7.1f} s wall {cpu:7.1f} s CPU {rss:6.0f} MiB", flush=True)
 
@@ -138,6 +142,7 @@ def main() -> None:
     ap.add_argument("--edit", default="models/zai-org/GLM-5.2.yaml")
     ap.add_argument("--prime", action="store_true")
     args = ap.parse_args()
+    args.recipes = args.recipes.resolve()
     wanted = runs(args.only)
     if unknown := [r for r in wanted if r not in RUNS]:
         sys.exit(f"unknown runs {unknown}; choose from {', '.join(RUNS)}")
