@@ -400,3 +400,21 @@ def test_ungate_a_mode_restricted_to_variants(tmp_path: Path) -> None:
     assert r.gate.path == ("features", "parallel", "modes", "ep", "variants")
     assert r.opened == ("other",) and "dense" in r.closed  # EP needs experts: the dense model fails
     assert r.proposal.edits[0].value == ["default", "other"]
+
+
+def test_a_finding_left_unknown_at_a_release_is_not_gone_there() -> None:
+    """A pin bump clears a cause at a release only where its finding is neither blocked nor
+    unknown: at a release whose argument replay is unverified the same finding is unknown (and
+    the flag check blocks under another key), so it must not count as the release that fixes it."""
+    from types import SimpleNamespace
+
+    from compat.fix.pin_bump import gone_at
+
+    def ctx(keys: list[tuple[str, str]]) -> SimpleNamespace:
+        return SimpleNamespace(pool=SimpleNamespace(outcome=lambda release, combo: SimpleNamespace(keys=keys)))
+
+    row = SimpleNamespace(combo=None)
+    key = "arg:unrecognized:--mm-encoder-tp-mode data"
+    assert not gone_at(ctx([("blocked", key)]), "0.9.2", row, (key,))
+    assert not gone_at(ctx([("unknown", key), ("blocked", "flag:--mm-encoder-tp-mode")]), "0.9.0", row, (key,))
+    assert gone_at(ctx([("ok", "draft:mtp")]), "0.10.2", row, (key,))

@@ -100,43 +100,9 @@ def resolve_draft(
 ) -> DraftResolution:
     """The draft checks of one speculative config on one target (see the module doc)."""
     spec = args.speculative_config or {}
-    for name in ("method", "model"):
-        val = spec.get(name)
-        # SpeculativeConfig declares both `str | None`; JSON junk ([1], {...}, 5) fails validation.
-        if val is not None and not isinstance(val, str):
-            return DraftResolution(
-                [
-                    Finding(
-                        Status.BLOCKED,
-                        f"--speculative-config {name} must be a string, not "
-                        f"{type(val).__name__}: {reprlib.repr(val)}",
-                        f"{name}: Input should be a valid string",
-                        key=f"spec_type:{name}:{reprlib.repr(val)}",
-                    )
-                ]
-            )
-    if not k.methods:
-        return DraftResolution(
-            [
-                Finding(
-                    Status.UNKNOWN,
-                    f"speculative methods of vLLM {k.version} unknown",
-                    key="spec_methods",
-                )
-            ]
-        )
-    method = written_method(k, spec)
-    if method not in k.methods:
-        return DraftResolution(
-            [
-                Finding(
-                    Status.BLOCKED,
-                    f"speculative method {method!r} is not accepted by vLLM {k.version}",
-                    f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; got {method!r}",
-                    key=f"spec_method:{method}",
-                )
-            ]
-        )
+    method = _accepted_method(k, spec)
+    if isinstance(method, Finding):
+        return DraftResolution([method])
     canonical = k.methods[method]
     pc = k.draft_pc.get(canonical)
     pp_src = pc["pp_source"] if pc else "unknown"
@@ -185,6 +151,36 @@ def resolve_draft(
         )
     )
     return res
+
+
+def _accepted_method(k: Knowledge, spec: dict[str, Any]) -> str | Finding:
+    """The method as written, or what SpeculativeConfig says before any draft is looked at: a
+    method or model that is not a string, a release whose methods are unknown, a method it
+    does not accept."""
+    for name in ("method", "model"):
+        val = spec.get(name)
+        # SpeculativeConfig declares both `str | None`; JSON junk ([1], {...}, 5) fails validation.
+        if val is not None and not isinstance(val, str):
+            return Finding(
+                Status.BLOCKED,
+                f"--speculative-config {name} must be a string, not "
+                f"{type(val).__name__}: {reprlib.repr(val)}",
+                f"{name}: Input should be a valid string",
+                key=f"spec_type:{name}:{reprlib.repr(val)}",
+            )
+    if not k.methods:
+        return Finding(
+            Status.UNKNOWN, f"speculative methods of vLLM {k.version} unknown", key="spec_methods"
+        )
+    method = written_method(k, spec)
+    if method not in k.methods:
+        return Finding(
+            Status.BLOCKED,
+            f"speculative method {method!r} is not accepted by vLLM {k.version}",
+            f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; got {method!r}",
+            key=f"spec_method:{method}",
+        )
+    return method
 
 
 def _draft_arch(
