@@ -178,6 +178,11 @@ MECHANISMS = [
      ("--enable-eplb",), "blocked", "gate:eplb-needs-moe-class"),
     ("--enable-eplb on a MoE class", dict(runner="v1", gates=("eplb-needs-moe-class",), cap={"is_moe": 1}),
      ("--enable-eplb",), "ok", None),
+    # the chat endpoint's own check (0.6.0-0.6.2, where `vllm serve` runs no validate stage)
+    ("--enable-auto-tool-choice without a parser", dict(runner="v1", gates=("auto-tool-choice-needs-parser",)),
+     ("--enable-auto-tool-choice",), "blocked", "gate:auto-tool-choice-needs-parser"),
+    ("--enable-auto-tool-choice with a parser", dict(runner="v1", gates=("auto-tool-choice-needs-parser",)),
+     ("--enable-auto-tool-choice", "--tool-call-parser", "hermes"), "ok", None),
     # a release without the `vllm` command (0.4.x) starts no `vllm serve` at all
     ("no vllm command", dict(command=None), ("-tp", "1"), "blocked", "arg:no-vllm-command"),
     ("a tree showing neither the command nor the server decides nothing", dict(command=None, server=None),

@@ -110,6 +110,8 @@ def context(
         "model_runner_forced": False,  # recipes' env is not modelled; VLLM_USE_V2_MODEL_RUNNER unset
         "lora": "--enable-lora" in flags,
         "eplb": "--enable-eplb" in flags,
+        "auto_tool_choice": args.enable_auto_tool_choice,
+        "tool_call_parser_set": bool(args.tool_call_parser),
         "spec_method": spec_method,
         "draft_tp": spec.get("draft_tensor_parallel_size"),
         "kv_connector": kv.get("kv_connector"),

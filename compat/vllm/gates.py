@@ -402,6 +402,8 @@ _BOOLEAN = (
     "model_runner_forced",
     "lora",
     "eplb",
+    "auto_tool_choice",
+    "tool_call_parser_set",
 )
 _STRING = (
     "spec_method",
