@@ -404,6 +404,7 @@ _BOOLEAN = (
     "eplb",
     "auto_tool_choice",
     "tool_call_parser_set",
+    "attention_backend_known",
 )
 _STRING = (
     "spec_method",
