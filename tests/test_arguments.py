@@ -809,3 +809,29 @@ def test_a_release_without_the_checks_runs_none(tmp_path) -> None:
     rules = ServeRules(VllmTree(tmp_path, VERSION, "src"), {"tool": ["hermes"], "reasoning": []}, [], VERSION)
     assert rules.absent == {"validate"} and not rules.missing
     assert [(r.stage, r.status) for r in rules.run(argparse.Namespace())] == [("api_server", "ok")]
+
+
+@pytest.mark.parametrize("body,found", [
+    # 0.6.0-0.6.1: no socket bound first; the engine is built, then the app (its checks come later)
+    ("    async with build_async_engine_client(args) as client:\n        app = await init_app(client, args)\n", True),
+    # neither a socket nor the engine: not a shape this reads
+    ("    app = await init_app(None, args)\n", False),
+])
+def test_run_server_checks_end_where_the_engine_starts(tmp_path, body, found) -> None:
+    """Where run_server binds no socket before the engine starts, the statements before the
+    engine is built are its checks (none at 0.6.0: the stage runs and passes, it is not
+    missing); a run_server of another shape stays missing (unknown), never ok."""
+    files = {"vllm/scripts.py": SCRIPTS_07.replace(", validate_parsed_serve_args", "").replace(
+                 '    if args.subparser == "serve":\n        validate_parsed_serve_args(args)\n', ""),
+             "vllm/entrypoints/openai/api_server.py":
+                 "async def run_server(args, **uvicorn_kwargs):\n    logger.info('x')\n" + body,
+             "vllm/entrypoints/openai/cli_args.py": CLI_ARGS}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    rules = ServeRules(VllmTree(tmp_path, VERSION, "src"), {"tool": ["hermes"], "reasoning": []}, [], VERSION)
+    if found:
+        assert not rules.missing
+        assert [(r.stage, r.status) for r in rules.run(argparse.Namespace())] == [("api_server", "ok")]
+    else:
+        assert "api_server" in rules.missing

@@ -178,6 +178,17 @@ MECHANISMS = [
      ("--enable-eplb",), "blocked", "gate:eplb-needs-moe-class"),
     ("--enable-eplb on a MoE class", dict(runner="v1", gates=("eplb-needs-moe-class",), cap={"is_moe": 1}),
      ("--enable-eplb",), "ok", None),
+    # the chat endpoint's own check (0.6.0-0.6.2, where `vllm serve` runs no validate stage)
+    ("--enable-auto-tool-choice without a parser", dict(runner="v1", gates=("auto-tool-choice-needs-parser",)),
+     ("--enable-auto-tool-choice",), "blocked", "gate:auto-tool-choice-needs-parser"),
+    ("--enable-auto-tool-choice with a parser", dict(runner="v1", gates=("auto-tool-choice-needs-parser",)),
+     ("--enable-auto-tool-choice", "--tool-call-parser", "hermes"), "ok", None),
+    # create_engine_config's enum lookup of --attention-backend, replayed with AttentionConfig's
+    # validator (tests/test_post_init.py runs it at real releases): without the schema, undecided
+    ("--attention-backend, AttentionConfig unknown: undecided", dict(runner="v1", gates=("attention-backend-not-in-enum",)),
+     ("--attention-backend", "FLASH_ATTN"), "unknown", None),
+    ("no --attention-backend: nothing to convert", dict(runner="v1", gates=("attention-backend-not-in-enum",)),
+     ("-tp", "1"), "ok", None),
     # a release without the `vllm` command (0.4.x) starts no `vllm serve` at all
     ("no vllm command", dict(command=None), ("-tp", "1"), "blocked", "arg:no-vllm-command"),
     ("a tree showing neither the command nor the server decides nothing", dict(command=None, server=None),
@@ -190,7 +201,7 @@ MECHANISMS = [
 
 @pytest.mark.parametrize("rule,opts,args,status,key", MECHANISMS, ids=[c[0] for c in MECHANISMS])
 def test_mechanism(rule: str, opts: dict, args: tuple[str, ...], status: str, key: str | None) -> None:
-    k = _with(release("0.1.0", methods=("eagle3", "ngram")), **opts)
+    k = _with(release("0.1.0", methods=("eagle3", "ngram"), flags=("--attention-backend",)), **opts)
     o = Judge(k, MODELS).judge(combo("acme/dense-pp", *args))
     assert o.status == status, (rule, o.chain)
     if key is not None:

@@ -418,3 +418,34 @@ def test_a_finding_left_unknown_at_a_release_is_not_gone_there() -> None:
     assert not gone_at(ctx([("blocked", key)]), "0.9.2", row, (key,))
     assert not gone_at(ctx([("unknown", key), ("blocked", "flag:--mm-encoder-tp-mode")]), "0.9.0", row, (key,))
     assert gone_at(ctx([("ok", "draft:mtp")]), "0.10.2", row, (key,))
+
+
+def test_each_bump_keeps_its_own_edits_after_the_follow_up(tmp_path: Path) -> None:
+    """Causes pinned by different `min_vllm_version`s bump different paths (DeepSeek-V4-Flash:
+    a variant's own pin, and the recipe pin its other variants share). Planning again after the
+    bumps (the follow-up) attached the first bump's edits to every bump cause, so the other
+    pins were never written and the fix loop left their commands blocked."""
+    from compat.fix import pin_bump
+    from compat.fix.context import Proposal
+    from compat.fix.edits import Edit
+    from compat.fix.plan import _follow_up
+
+    variants = """\
+      a:
+        precision: bf16
+        vram_minimum_gb: 10
+        min_vllm_version: "0.1.0"
+        hardware_overrides:
+          hopper: {extra_args: ["--newflag"]}
+      b:
+        precision: fp8
+        vram_minimum_gb: 10
+    """
+    root = checkout(tmp_path, recipe("", variants=textwrap.indent(textwrap.dedent(variants), "  ")))
+    _, case, ctx = plan(root)
+    own = Proposal(pin_bump.KIND, (Edit("set", ("variants", "a", "min_vllm_version"), "0.2.0"),), "bump a", "0.2.0")
+    shared = Proposal(pin_bump.KIND, (Edit("set", ("model", "min_vllm_version"), "0.2.0"),), "bump model", "0.2.0")
+    kept = {1: own, 2: shared}
+    _follow_up(case, ctx, kept, {1: list(case.rows), 2: list(case.rows)}, {1: [], 2: []})
+    assert [e.path for e in kept[1].edits][:1] == [("variants", "a", "min_vllm_version")], kept
+    assert [e.path for e in kept[2].edits][:1] == [("model", "min_vllm_version")], kept

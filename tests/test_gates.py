@@ -283,8 +283,9 @@ def test_aux_over_pp_classes_on_minitree() -> None:
 # --------------------------------------------------------------------------- slow (real sdists)
 
 RELEASES = ("0.23.0", "0.24.0", "0.33.0")
-# Rules that describe code gone by 0.23.0 (the V1 runner's EPLB assert) are verified here.
-EARLIER = ("0.11.0", "0.17.0")
+# Rules that describe code gone by 0.23.0 (the V1 runner's EPLB assert, the chat endpoint's
+# auto-tool-choice check before validate_parsed_serve_args had it) are verified here.
+EARLIER = ("0.6.2", "0.11.0", "0.17.0")
 
 
 @pytest.fixture(scope="module")
@@ -296,7 +297,7 @@ def statuses(vllm_tree):
 @pytest.mark.slow
 def test_every_rule_verified_somewhere(statuses) -> None:
     # Most rules hold in 0.23.0 or 0.33.0; two describe 0.24.0 only (the eagle3/dflash
-    # runner error and the V2 method list that added dflash), one 0.11-0.20 only.
+    # runner error and the V2 method list that added dflash), two only before 0.21.
     for rid in statuses["0.23.0"]:
         assert any(statuses[v][rid].status == "verified" for v in RELEASES + EARLIER), rid
     for v in RELEASES + EARLIER:
@@ -329,7 +330,13 @@ def test_verified_matrix(statuses) -> None:
     assert where("ep-needs-moe") == RELEASES
     # is_mixture_of_experts asserted in the V1 runner's eplb_step, 0.11-0.20; later the runner
     # unwraps a multimodal wrapper and keeps no assert (no error for a class without experts)
-    assert tuple(v for v in EARLIER if statuses[v]["eplb-needs-moe-class"].status == "verified") == EARLIER
+    def earlier(rid: str) -> tuple[str, ...]:
+        return tuple(v for v in EARLIER if statuses[v][rid].status == "verified")
+
+    assert earlier("eplb-needs-moe-class") == ("0.11.0", "0.17.0")
+    # OpenAIServingChat's own TypeError, worded so only before validate_parsed_serve_args took it
+    assert earlier("auto-tool-choice-needs-parser") == ("0.6.2",)
+    assert where("auto-tool-choice-needs-parser") == ()
     assert where("eplb-needs-moe-class") == ()
     assert where("external-dp-needs-moe") == RELEASES
     assert where("dcp-needs-lse-attention") == RELEASES

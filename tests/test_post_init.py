@@ -174,3 +174,29 @@ def test_speculative_config_post_init_on_the_json(vllm_tree, version: str, spec:
         assert not messages and not got.raised, messages
     else:
         assert any(error in m for m in messages), messages
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.14.1", "0.23.0", "0.33.0"])
+@pytest.mark.parametrize(("value", "known"), [
+    ("B12X_MLA_SPARSE", False),  # a custom image's backend: no release on the index has it
+    ("FLASH_ATTN", True),
+    ("flash_attn", True),  # the validator upper-cases the name
+])
+def test_attention_backend_is_converted_by_the_releases_own_validator(vllm_tree, version: str, value: str,
+                                                                        known: bool) -> None:
+    """create_engine_config converts --attention-backend through AttentionConfig's backend
+    validator (an enum lookup): the gate context replays that validator on the value."""
+    from types import SimpleNamespace
+
+    from compat.recipes.argv import parse_serve_args
+    from compat.scan import release_facts
+    from compat.verdict.config_values import Validator, schemas_from_rows
+    from compat.verdict.gates import attention_backend
+
+    facts, _ = release_facts(vllm_tree(version))
+    k = SimpleNamespace(serve_parser=SimpleNamespace(validator=Validator(schemas_from_rows(facts["config_field"]))))
+    got = attention_backend(k, parse_serve_args(["vllm", "serve", "m", "--attention-backend", value]))
+    assert got.get("attention_backend_known") is known, got
+    if not known:
+        assert got["attention_backend_error"] == f"KeyError: '{value}'"

@@ -94,7 +94,9 @@ def _follow_up(
     blocked: dict[int, list[Row]],
     reasons: dict[int, list[str]],
 ) -> None:
-    """Plan again on the recipe as the kept fixes leave it, at its new pin; attach what holds to the bump."""
+    """Plan again on the recipe as the kept fixes leave it, at its new pins; attach what holds to
+    every bump (each keeps its own edits: causes pinned by different `min_vllm_version`s bump
+    different paths)."""
     bump_ids = [cid for cid, p in kept.items() if p.kind == pin_bump.KIND]
     if not bump_ids:
         return
@@ -103,38 +105,35 @@ def _follow_up(
     more = plan_recipe(after, ctx, depth=1)
     fixes = {cid: p for cid, p in more.items() if p.kind != "none"}
     leftover = [p for p in more.values() if p.kind == "none"]
-    bump = kept[bump_ids[0]]
-    note = bump.note
+    extra: list[Edit] = []
+    there = ""
     if fixes:
-        extra = _merge([Proposal(p.kind, tuple(p.edits), p.summary) for p in fixes.values()])
+        found = _merge([Proposal(p.kind, tuple(p.edits), p.summary) for p in fixes.values()])
         releases = None if case.pinned else sorted({r.release for r in case.rows}, key=release_key)
         targets = [(r, r.cause_keys.get(cid, ())) for cid in kept for r in blocked[cid]]
         if rejudge(
             case,
-            _merge([*kept.values(), Proposal("follow-up", tuple(extra), "")]),
+            _merge([*kept.values(), Proposal("follow-up", tuple(found), "")]),
             targets,
             ctx,
             releases,
         ).ok:
-            summary = f"{bump.summary}; there, " + "; ".join(
-                dict.fromkeys(p.summary for p in fixes.values())
-            )
-            bump = Proposal(bump.kind, (*bump.edits, *extra), summary, bump.works_from, note)
+            extra = found
+            there = "; there, " + "; ".join(dict.fromkeys(p.summary for p in fixes.values()))
         else:
             leftover += list(fixes.values())
-    if leftover:
-        note = "; ".join(
-            x
-            for x in (
-                note,
-                f"at {bump.works_from} {len(leftover)} other cause(s) still block "
-                "commands: " + " | ".join(p.why.split("; ")[0] for p in leftover[:3]),
-            )
-            if x
-        )
-        bump = Proposal(bump.kind, bump.edits, bump.summary, bump.works_from, note)
     for cid in bump_ids:
-        kept[cid] = bump
+        own = kept[cid]
+        still = (
+            f"at {own.works_from} {len(leftover)} other cause(s) still block commands: "
+            + " | ".join(p.why.split("; ")[0] for p in leftover[:3])
+            if leftover
+            else ""
+        )
+        note = "; ".join(x for x in (own.note, still) if x)
+        kept[cid] = Proposal(
+            own.kind, (*own.edits, *extra), own.summary + there, own.works_from, note
+        )
 
 
 def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:

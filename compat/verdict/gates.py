@@ -73,6 +73,27 @@ def returns_lse(k: Any, facts: Any) -> bool | None:
     return "FlashAttentionImpl" in impls or "FlashInferImpl" in impls
 
 
+def attention_backend(k: Any, args: Any) -> dict[str, Any]:
+    """`attention_backend_known`: does AttentionConfig's own `backend` validator accept the
+    --attention-backend value? argparse keeps it a string; create_engine_config converts it
+    there (the enum lookup), so a name the release lacks fails at engine start. Replayed with
+    the release's validator, as a JSON flag's value is; left out of the context (undecided)
+    when it cannot be run."""
+    value = next(
+        (t.value for t in args.tokens if t.flag == "--attention-backend" and not t.subkey), None
+    )
+    if value is None:
+        return {"attention_backend_known": True}
+    sp = getattr(k, "serve_parser", None)
+    if sp is None or "AttentionConfig" not in sp.validator.schemas:
+        return {}
+    res = sp.validator.validate("AttentionConfig", {"backend": value})
+    if res.raised or res.errors:
+        error = res.raised or f"{res.errors[0].type}: {res.errors[0].msg}"
+        return {"attention_backend_known": False, "attention_backend_error": error}
+    return {} if res.unchecked else {"attention_backend_known": True}
+
+
 OPTIONAL_PACKAGES = ("arctic_inference",)
 
 
@@ -110,6 +131,9 @@ def context(
         "model_runner_forced": False,  # recipes' env is not modelled; VLLM_USE_V2_MODEL_RUNNER unset
         "lora": "--enable-lora" in flags,
         "eplb": "--enable-eplb" in flags,
+        "auto_tool_choice": args.enable_auto_tool_choice,
+        "tool_call_parser_set": bool(args.tool_call_parser),
+        **attention_backend(k, args),
         "spec_method": spec_method,
         "draft_tp": spec.get("draft_tensor_parallel_size"),
         "kv_connector": kv.get("kv_connector"),

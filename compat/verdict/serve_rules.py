@@ -243,8 +243,10 @@ class ServeRules:
     def _run_server_checks(self) -> tuple[str, ast.FunctionDef] | None:
         """Before 0.9 the API server checks the parser names inline, at the top of `run_server`,
         before it binds its socket: those statements, up to the first that calls
-        `create_server_socket` (or `socket.socket`, 0.6.2), as a function of `args` (logging
-        calls left out, they decide nothing; none left is a run_server that checks nothing).
+        `create_server_socket` (or `socket.socket`, 0.6.2) or, where no socket is bound first
+        (0.6.0-0.6.1), `build_async_engine_client` (the engine starts), as a function of `args`
+        (logging calls left out, they decide nothing; none left is a run_server that checks
+        nothing).
         `run_server` is found from the `vllm serve` command (serve.py, or vllm/scripts.py before
         vllm/entrypoints/cli existed)."""
         for rel in (SERVE_CLI, SCRIPTS):
@@ -256,7 +258,9 @@ class ServeRules:
             for st in fn.body:
                 if any(
                     isinstance(n, ast.Call)
-                    and ast.unparse(n.func).endswith(("create_server_socket", "socket.socket"))
+                    and ast.unparse(n.func).endswith(
+                        ("create_server_socket", "socket.socket", "build_async_engine_client")
+                    )
                     for n in ast.walk(st)
                 ):
                     break

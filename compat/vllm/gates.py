@@ -402,6 +402,9 @@ _BOOLEAN = (
     "model_runner_forced",
     "lora",
     "eplb",
+    "auto_tool_choice",
+    "tool_call_parser_set",
+    "attention_backend_known",
 )
 _STRING = (
     "spec_method",
