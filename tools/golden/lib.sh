@@ -12,9 +12,18 @@
 #          (>=4.56, !=5.0-5.4.*, !=5.5.0) and is the oldest release knowing
 #          glm_moe_dsa; newer ones (5.24) break the Pixtral-based models.
 #          timm is needed by two vision models.
+#  0.7.3, 0.12.0, 0.17.0, 0.25.0: transformers and timm as pinned by the release's own
+#          test requirements (requirements-test.txt, requirements/test.txt or
+#          requirements/test/cuda.txt); torch is the release's own pin (pulled by
+#          `pip install vllm==VERSION`). 0.7.3 additionally pins torchvision 0.20.1 and
+#          torchaudio 2.5.1 there, which the wheel's own requirements already resolve.
 golden_extras() {
   case $1 in
+    0.7.3)  echo "transformers==4.48.2 timm==1.0.11" ;;
+    0.12.0) echo "transformers==4.57.3 timm==1.0.17" ;;
+    0.17.0) echo "transformers==4.57.5 timm==1.0.17" ;;
     0.23.0) echo "transformers==5.9.0 timm" ;;
+    0.25.0) echo "transformers==5.5.3 timm==1.0.17" ;;
     0.33.0) echo "timm" ;;
     *)      echo "" ;;
   esac
