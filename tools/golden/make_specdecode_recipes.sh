@@ -7,7 +7,7 @@
 # vllm==VERSION and the extras of lib.sh, builds the stub libcuda.so.1 of lib.sh, runs
 # specdecode_recipes.py on tests/data/hf_configs with vLLM's CUDA platform forced, writes
 # tests/golden/specdecode-recipes-VERSION.json (override the directory with GOLDEN_OUT) and
-# tests/golden/pip-freeze-VERSION.txt when there is none yet, then deletes the virtualenv
+# the venv's pip freeze (see below), then deletes the virtualenv
 # unless --keep-venv is given. No GPU, no weights, no Hugging Face hub access.
 set -euo pipefail
 
@@ -36,8 +36,16 @@ START=$(date +%s)
 
 golden_venv "$VERSION" "$VENV"
 mkdir -p "$OUT"
+# The venv's freeze goes to pip-freeze-VERSION.txt; when that file exists (another golden of
+# the release) and this venv differs from it, to pip-freeze-specdecode-recipes-VERSION.txt.
+FREEZE=$(mktemp)
+"$VENV/bin/pip" freeze --all | grep -v '^-e ' | LC_ALL=C sort > "$FREEZE"
 if [ ! -e "$OUT/pip-freeze-$VERSION.txt" ]; then
-  "$VENV/bin/pip" freeze --all | grep -v '^-e ' | LC_ALL=C sort > "$OUT/pip-freeze-$VERSION.txt"
+  mv "$FREEZE" "$OUT/pip-freeze-$VERSION.txt"
+elif ! cmp -s "$FREEZE" "$OUT/pip-freeze-$VERSION.txt"; then
+  mv "$FREEZE" "$OUT/pip-freeze-specdecode-recipes-$VERSION.txt"
+else
+  rm -f "$FREEZE"
 fi
 STUB=$(golden_stub_libcuda "$VENV")
 [ -n "$STUB" ] || { golden_log "gcc/nm missing: the forced CUDA platform needs the stub libcuda"; exit 1; }
