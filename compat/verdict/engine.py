@@ -170,7 +170,7 @@ class Judge:
         facts = self.models.resolve(c.model_id)
         by_layout: dict[tuple, list[Finding]] = {}  # model findings (unprefixed) per layout
         for role, argv in c.argvs:
-            args = _parse(argv)
+            args = self._spec_keys_rewritten(_parse(argv))
             prefix = f"{role}: " if role else ""
             checked = self.arguments(argv)
             if checked is None:  # no argparse facts for this release, or a rewrite not verified
@@ -237,6 +237,18 @@ class Judge:
                                [e for e in af.evidence if e], "argument", "arg:" + "|".join(af.key)))
         self._arg_cache[key] = out
         return out
+
+    def _spec_keys_rewritten(self, args: ServeArgs) -> ServeArgs:
+        """The --speculative-config dict as `SpeculativeConfig(**...)` receives it: releases whose
+        `EngineArgs.create_speculative_config` rewrites the keys first (release_fact
+        `speculative_key_normalization`, e.g. `-` -> `_` in 0.33.0) accept `num-speculative-tokens`."""
+        spec = args.speculative_config
+        rule = (self.k.release_facts.get("speculative_key_normalization") or {}).get("replace")
+        if not isinstance(spec, dict) or not rule:
+            return args
+        old, new = rule
+        rewritten = {(key.replace(old, new) if isinstance(key, str) else key): v for key, v in spec.items()}
+        return args if rewritten == spec else replace(args, speculative_config=rewritten)
 
     def _spec_keys(self, args: ServeArgs, prefix: str) -> list[Finding]:
         """--speculative-config is parsed as plain JSON; SpeculativeConfig(**it) validates its keys
@@ -499,13 +511,22 @@ class Judge:
                             f"Input should be one of the SpeculativeMethod literals of vLLM {k.version}; "
                             f"got {method!r}", key=f"spec_method:{method}")]
         canonical = k.methods[method]
+        step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
+        rule = k.release_facts.get("speculative_without_model") or {}
+        if model is None and spec.get("num_speculative_tokens") is not None and rule.get("methods") is not None:
+            # SpeculativeConfig.__post_init__ picks the draft of a model-less method, or raises.
+            branch = rule["methods"].get(canonical) or rule.get("else") or {}
+            if branch.get("outcome") == "raise":
+                return [Finding("blocked", f"{step}: num_speculative_tokens without a model; SpeculativeConfig."
+                                f"__post_init__ names no draft for this method and raises "
+                                f"({rule['file']}:{branch['line']})", branch.get("message", ""),
+                                [f"{rule['file']}:{branch['line']}"], key=f"spec_no_model:{canonical}")]
         pc = k.draft_pc.get(canonical)
         pp = args.pipeline_parallel_size
         pp_src = pc["pp_source"] if pc else "unknown"
         self._meta["method"] = canonical
         self._meta["draft_pp"] = {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src)
         pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
-        step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
         if pp_src == "none":
             return [Finding("ok", f"{step}: no draft model, no draft parallel config", "", [pc_ev])]
         if pp_src in ("target_config",) and canonical != "extract_hidden_states":
