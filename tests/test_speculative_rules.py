@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from compat.sources import tree_from_path
-from compat.vllm.speculative import spec_key_normalization, without_model_rule
+from compat.vllm.speculative import forbidden_fields, spec_key_normalization, without_model_rule
 
 SPEC = '''
 from typing import Literal
@@ -31,6 +31,13 @@ class SpeculativeConfig:
                 raise ValueError(
                     "num_speculative_tokens was provided but without speculative model."
                 )
+
+    def _verify_args(self):
+        if self.tensor_parallel_size is not None:
+            raise ValueError("'tensor_parallel_size' is not a valid argument")
+        if self.num_speculative_tokens is None:
+            raise ValueError("not a field the user may never set: a different test")
+        return self
 '''
 
 ARGS = '''
@@ -70,3 +77,9 @@ def test_without_model_rule_reads_the_chain(tmp_path):
 def test_key_normalization_only_where_the_release_rewrites(tmp_path):
     assert spec_key_normalization(_tree(tmp_path, True))["value"] == {"replace": ["-", "_"]}
     assert spec_key_normalization(_tree(tmp_path, False))["value"] == {"replace": None}
+
+
+def test_forbidden_fields_are_the_is_not_none_raises_of_verify_args(tmp_path):
+    value = forbidden_fields(_tree(tmp_path, False))["value"]
+    assert list(value["fields"]) == ["tensor_parallel_size"]
+    assert value["fields"]["tensor_parallel_size"]["message"] == "'tensor_parallel_size' is not a valid argument"

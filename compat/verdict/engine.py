@@ -257,6 +257,13 @@ class Judge:
         sp = self.k.serve_parser
         if not isinstance(spec, dict) or sp is None or "SpeculativeConfig" not in sp.validator.schemas:
             return []
+        forbidden = (self.k.release_facts.get("speculative_forbidden_fields") or {})
+        for name, row in sorted((forbidden.get("fields") or {}).items()):
+            if spec.get(name) is not None:  # SpeculativeConfig._verify_args refuses the field
+                ev = f"{forbidden['file']}:{row['line']}"
+                return [Finding("blocked", f"{prefix}--speculative-config sets {name}, which SpeculativeConfig."
+                                f"_verify_args of vLLM {self.k.version} refuses ({ev})", row["message"], [ev],
+                                key=f"{prefix}spec-forbidden:{name}")]
         res = sp.validator.validate("SpeculativeConfig", spec)
         # Fields vLLM fills itself are not keys a user sets (research §5.1); method and model
         # are judged by the speculative checks.

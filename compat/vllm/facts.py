@@ -393,9 +393,9 @@ def surface_rows(tree: VllmTree, platforms: tuple[str, ...], index: ModuleIndex)
     release_rows.append(runner_default(tree))
     release_rows.append(requirements_fact(tree))
     release_rows.append(chat_template_files(tree))
-    from compat.vllm.speculative import spec_key_normalization, without_model_rule
+    from compat.vllm.speculative import forbidden_fields, spec_key_normalization, without_model_rule
 
-    for row in (spec_key_normalization(tree), without_model_rule(tree)):
+    for row in (spec_key_normalization(tree), without_model_rule(tree), forbidden_fields(tree)):
         release_rows.append(dict(row, value=json.dumps(row["value"])))
     from compat.vllm.cli_surface import argv_rewrite_shape, inverse_prefixes
 

@@ -447,6 +447,31 @@ def without_model_rule(tree: VllmTree) -> dict:
     return {"key": "speculative_without_model", "value": value, "file": SPECULATIVE, "line": line}
 
 
+def forbidden_fields(tree: VllmTree) -> dict:
+    """`SpeculativeConfig` fields the user may not set although the schema has them: top-level
+    `if self.<field> is not None: raise ...` statements of its `_verify_args` model validator
+    (e.g. `tensor_parallel_size`: "Please pass 'draft_tensor_parallel_size' instead"). The
+    `release_fact` row `speculative_forbidden_fields`: `{"fields": {field: {"line", "message"}}}`,
+    `{"fields": null}` without a `_verify_args`."""
+    mod = tree.parse(SPECULATIVE)
+    cls = _class(mod, "SpeculativeConfig") if mod else None
+    fn = _method(cls, "_verify_args")
+    if fn is None:
+        return {"key": "speculative_forbidden_fields", "value": {"fields": None}, "file": SPECULATIVE, "line": 0}
+    fields: dict[str, dict[str, Any]] = {}
+    for st in fn.body:
+        if not (isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Raise)):
+            continue
+        t = st.test
+        if (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.IsNot)
+                and isinstance(t.left, ast.Attribute) and isinstance(t.left.value, ast.Name)
+                and t.left.value.id == "self" and isinstance(t.comparators[0], ast.Constant)
+                and t.comparators[0].value is None):
+            fields[t.left.attr] = {"line": st.body[0].lineno, "message": _raise_text(st.body[0])}
+    return {"key": "speculative_forbidden_fields", "value": {"fields": fields}, "file": SPECULATIVE,
+            "line": fn.lineno}
+
+
 __all__ = ["Method", "accepted_methods", "DraftParallelFacts", "draft_parallel_facts",
            "OverrideRunner", "OverrideResult", "eagle_rewrite", "speculators_rewrite", "StubConfig",
-           "spec_key_normalization", "without_model_rule"]
+           "spec_key_normalization", "without_model_rule", "forbidden_fields"]
