@@ -78,4 +78,5 @@ MODELS = Models({
     "acme/experts-unknown": ("PPModel", None),
     "acme/eagle3-nopp": ("Eagle3NoPP", None),
     "acme/eagle3-pp": ("Eagle3PP", None),
+    "acme/eagle3-unregistered": ("Eagle3Unregistered", None),
 })

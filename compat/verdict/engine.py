@@ -581,6 +581,15 @@ class Judge:
             elif dfacts is not None and dfacts.status == "resolved" and dfacts.architectures:
                 draft_archs = list(dfacts.architectures)
                 how = f"draft checkpoint {model} declares {draft_archs[0]}"
+                runner = k.runner
+                if dfacts.config and runner is not None and runner.available:
+                    # The draft's ModelConfig gets hf_overrides=SpeculativeConfig.hf_config_override
+                    # too, before any EAGLE wrapping.
+                    res = runner.run(dict(dfacts.config))
+                    if res.status == "ok" and res.changed and res.architectures:
+                        draft_archs = list(res.architectures)
+                        how += (f"; hf_config_override on the draft (vllm/config/speculative.py:{res.line}) "
+                                f"-> {res.model_type}/{draft_archs[0]}")
                 if canonical in ("eagle", "eagle3", "dflash") and k.tree is not None:
                     rew, line, why = eagle_rewrite(k.tree, canonical, draft_archs)
                     if rew:
@@ -599,6 +608,13 @@ class Judge:
                 "draft_inherits_pp": int(inherits), "status": "ok" if dcap0 else "unknown",
                 "detail": f"{how} (model {facts.model_id})",
                 "file": dcap0["file"] if dcap0 else "", "line": dcap0["line"] if dcap0 else 0})
+        if draft_archs and facts.architectures and k.caps.get((platform, draft_archs[0])) is None:
+            # The draft's ModelConfig resolves its class like any model's, at every PP size: an
+            # architecture the registry lacks raises "Model architectures [...] are not supported
+            # for now" unless the Transformers backend provides it (as for a target: unknown).
+            return [Finding("unknown", f"{step}: {how}; draft arch {draft_archs[0]} not registered in "
+                            f"vLLM {k.version}; vLLM may fall back to the Transformers backend for it",
+                            key=f"draft_unregistered:{canonical}")]
         if not inherits or pp <= 1:
             why = "PP 1" if pp <= 1 else f"draft PP forced to 1 ({pc_ev})"
             return [Finding("ok", f"{step}: {how or 'draft'}; {why}, no draft PP check", "", [pc_ev])]
