@@ -79,4 +79,5 @@ MODELS = Models({
     "acme/experts-unknown": ("PPModel", None),
     "acme/eagle3-nopp": ("Eagle3NoPP", None),
     "acme/eagle3-pp": ("Eagle3PP", None),
+    "acme/eagle3-unregistered": ("Eagle3Unregistered", None),
 })

@@ -18,6 +18,7 @@ from tests.engine_kit import MODELS, release
 EAGLE3 = json.dumps({"method": "eagle3", "model": "acme/eagle3-nopp", "num_speculative_tokens": 2})
 EAGLE3_PP = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 2})
 DSPARK = json.dumps({"method": "dspark", "model": "acme/eagle3-pp"})
+EAGLE3_UNREG = json.dumps({"method": "eagle3", "model": "acme/eagle3-unregistered", "num_speculative_tokens": 2})
 NGRAM = json.dumps({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 4})
 
 
@@ -40,6 +41,8 @@ CASES = [
     ("draft_pp quiet on a PP draft", {}, "acme/moe-pp",
      ("--pipeline-parallel-size", "2", "--speculative-config", EAGLE3_PP), "ok", None),
     ("draft_pp quiet at PP 1", {}, "acme/moe-pp", ("--speculative-config", EAGLE3), "ok", None),
+    ("draft class unregistered, at PP 1 too", {}, "acme/moe-pp", ("--speculative-config", EAGLE3_UNREG),
+     "unknown", None),
     ("method legality fires", {}, "acme/moe-pp", ("--speculative-config", DSPARK), "blocked", "spec_method:dspark"),
     ("method legality quiet", {"methods": ("eagle3", "ngram", "dspark")}, "acme/moe-pp",
      ("--speculative-config", NGRAM), "ok", None),

@@ -20,7 +20,7 @@ def _golden(version: str) -> list[Path]:
     return sorted(GOLDEN.glob(f"modelinfo-{version}-*.json"))
 
 
-@pytest.mark.parametrize("version", ["0.23.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.12.0", "0.23.0", "0.33.0"])
 def test_capabilities_match_vllm_inspection(vllm_tree, version):
     """Agreement with `_ModelInfo.from_model_cls` run by the real release (tools/golden)."""
     files = _golden(version)

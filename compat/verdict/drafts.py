@@ -104,6 +104,10 @@ def resolve_draft(
     if isinstance(method, Finding):
         return DraftResolution([method])
     canonical = k.methods[method]
+    step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
+    refused = _without_model(k, spec, canonical, step)
+    if refused is not None:
+        return DraftResolution([refused])
     pc = k.draft_pc.get(canonical)
     pp_src = pc["pp_source"] if pc else "unknown"
     pp = args.pipeline_parallel_size
@@ -111,7 +115,6 @@ def resolve_draft(
         [], canonical, {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src)
     )
     pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
-    step = f"method {method}" + (f" (alias of {canonical})" if canonical != method else "")
     if pp_src == "none":
         res.findings.append(
             Finding(
@@ -145,12 +148,49 @@ def resolve_draft(
         res.mapping = _mapping(
             platform, facts, canonical, draft_archs[0], res.draft_cap, inherits, how
         )
+    if draft_archs and facts.architectures and res.draft_cap is None:
+        # The draft's ModelConfig resolves its class like any model's, at every PP size: an
+        # architecture the registry lacks raises "Model architectures [...] are not supported
+        # for now" unless the Transformers backend provides it (as for a target: unknown).
+        res.findings.append(
+            Finding(
+                Status.UNKNOWN,
+                f"{step}: {how}; draft arch {draft_archs[0]} not registered in vLLM {k.version}; "
+                "vLLM may fall back to the Transformers backend for it",
+                key=f"draft_unregistered:{canonical}",
+            )
+        )
+        return res
     res.findings.append(
         _draft_pp(
             k, platform, canonical, step, how, draft_archs, spec.get("model"), inherits, pp, pc_ev
         )
     )
     return res
+
+
+def _without_model(k: Knowledge, spec: dict[str, Any], canonical: str, step: str) -> Finding | None:
+    """SpeculativeConfig.__post_init__ with num_speculative_tokens and no model: it picks the
+    draft of a model-less method, or raises (release fact `speculative_without_model`)."""
+    rule = k.release_facts.get("speculative_without_model") or {}
+    if (
+        spec.get("model") is not None
+        or spec.get("num_speculative_tokens") is None
+        or rule.get("methods") is None
+    ):
+        return None
+    branch = rule["methods"].get(canonical) or rule.get("else") or {}
+    if branch.get("outcome") != "raise":
+        return None
+    ev = f"{rule['file']}:{branch['line']}"
+    return Finding(
+        Status.BLOCKED,
+        f"{step}: num_speculative_tokens without a model; SpeculativeConfig.__post_init__ names "
+        f"no draft for this method and raises ({ev})",
+        branch.get("message", ""),
+        [ev],
+        key=f"spec_no_model:{canonical}",
+    )
 
 
 def _accepted_method(k: Knowledge, spec: dict[str, Any]) -> str | Finding:
@@ -272,6 +312,17 @@ def _checkpoint_draft(
         return [], ""
     archs = list(dfacts.architectures)
     how = f"draft checkpoint {model} declares {archs[0]}"
+    runner = k.runner
+    if dfacts.config and runner is not None and runner.available:
+        # The draft's ModelConfig gets hf_overrides=SpeculativeConfig.hf_config_override too,
+        # before any EAGLE wrapping.
+        res = runner.run(dict(dfacts.config))
+        if res.status == "ok" and res.changed and res.architectures:
+            archs = list(res.architectures)
+            how += (
+                f"; hf_config_override on the draft (vllm/config/speculative.py:{res.line}) "
+                f"-> {res.model_type}/{archs[0]}"
+            )
     if canonical in method_tables()["eagle_rewrite_methods"] and k.tree is not None:
         rew, line, _why = eagle_rewrite(k.tree, canonical, archs)
         if rew:

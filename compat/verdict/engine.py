@@ -151,7 +151,7 @@ class Judge:
             tuple[Any, ...], list[Finding]
         ] = {}  # model findings (unprefixed) per layout
         for role, argv in c.argvs:
-            args = _parse(argv)
+            args = self._spec_keys_rewritten(_parse(argv))
             prefix = f"{role}: " if role else ""
             for f in self._command(argv, args, prefix):
                 out.add(f)
@@ -250,6 +250,20 @@ class Judge:
         self._arg_cache[key] = out
         return out
 
+    def _spec_keys_rewritten(self, args: ServeArgs) -> ServeArgs:
+        """The --speculative-config dict as `SpeculativeConfig(**...)` receives it: releases whose
+        `EngineArgs.create_speculative_config` rewrites the keys first (release_fact
+        `speculative_key_normalization`, e.g. `-` -> `_` in 0.33.0) accept `num-speculative-tokens`."""
+        spec = args.speculative_config
+        rule = (self.k.release_facts.get("speculative_key_normalization") or {}).get("replace")
+        if not isinstance(spec, dict) or not rule:
+            return args
+        old, new = rule
+        rewritten = {
+            (key.replace(old, new) if isinstance(key, str) else key): v for key, v in spec.items()
+        }
+        return args if rewritten == spec else replace(args, speculative_config=rewritten)
+
     def _spec_keys(self, args: ServeArgs, prefix: str) -> list[Finding]:
         """--speculative-config is parsed as plain JSON; SpeculativeConfig(**it) validates its keys
         and values when the engine config is built (pydantic, extra forbidden), then runs its
@@ -263,6 +277,20 @@ class Judge:
             or "SpeculativeConfig" not in sp.validator.schemas
         ):
             return []
+        forbidden = self.k.release_facts.get("speculative_forbidden_fields") or {}
+        for name, row in sorted((forbidden.get("fields") or {}).items()):
+            if spec.get(name) is not None:  # SpeculativeConfig._verify_args refuses the field
+                ev = f"{forbidden['file']}:{row['line']}"
+                return [
+                    Finding(
+                        Status.BLOCKED,
+                        f"{prefix}--speculative-config sets {name}, which SpeculativeConfig."
+                        f"_verify_args of vLLM {self.k.version} refuses ({ev})",
+                        row["message"],
+                        [ev],
+                        key=f"{prefix}spec-forbidden:{name}",
+                    )
+                ]
         res = sp.validator.validate("SpeculativeConfig", spec)
         # Fields vLLM fills itself are not keys a user sets (research §5.1); method and model
         # are judged by the speculative checks.

@@ -464,6 +464,7 @@ def surface_rows(
         requirements_fact(tree),
         serve_command(tree),
         chat_template_files(tree),
+        *_speculative_release_rows(tree),
         *_argv_parser_rows(tree),
     ]
     return {
@@ -582,6 +583,17 @@ def _class_attr_rows(tree: VllmTree, notes: list[str]) -> tuple[list[dict], dict
                 }
             )
     return attr_rows, scans_row
+
+
+def _speculative_release_rows(tree: VllmTree) -> list[dict]:
+    """SpeculativeConfig's own rules as release facts: the key rewrite before it is built, what
+    __post_init__ does without a draft model, and the fields _verify_args refuses."""
+    from compat.vllm.speculative import forbidden_fields, spec_key_normalization, without_model_rule
+
+    return [
+        dict(row, value=json.dumps(row["value"]))
+        for row in (spec_key_normalization(tree), without_model_rule(tree), forbidden_fields(tree))
+    ]
 
 
 def _argv_parser_rows(tree: VllmTree) -> list[dict]:

@@ -412,6 +412,166 @@ def speculators_rewrite(
     return None, 0, f"speculators type {kind!r} is not registered in {SPECULATORS_ALGOS}"
 
 
+ARG_UTILS = "vllm/engine/arg_utils.py"
+
+
+def spec_key_normalization(tree: VllmTree) -> dict:
+    """Does `EngineArgs.create_speculative_config` rewrite the `--speculative-config` keys
+    before `SpeculativeConfig(**...)` sees them? Some releases rebuild the dict as
+    `{k.replace("-", "_"): v for k, v in self.speculative_config.items()}`, so a key spelled
+    `num-speculative-tokens` is accepted there and rejected as an unexpected keyword by the
+    others. The `release_fact` row `speculative_key_normalization`: `{"replace": ["-", "_"]}`
+    at that comprehension's line, or `{"replace": null}` when the function has none."""
+    mod = tree.parse(ARG_UTILS)
+    cls = _class(mod, "EngineArgs") if mod else None
+    fn = _method(cls, "create_speculative_config")
+    value: dict[str, Any] = {"replace": None}
+    line = fn.lineno if fn is not None else 0
+    for node in ast.walk(fn) if fn is not None else ():
+        if not (isinstance(node, ast.DictComp) and len(node.generators) == 1):
+            continue
+        it = node.generators[0].iter
+        if not (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Attribute)
+            and it.func.attr == "items"
+            and isinstance(it.func.value, ast.Attribute)
+            and it.func.value.attr == "speculative_config"
+        ):
+            continue
+        key = node.key
+        if (
+            isinstance(key, ast.Call)
+            and isinstance(key.func, ast.Attribute)
+            and key.func.attr == "replace"
+            and len(key.args) == 2
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in key.args)
+        ):
+            old, new = (a.value for a in key.args if isinstance(a, ast.Constant))
+            value = {"replace": [old, new]}
+            line = node.lineno
+            break
+    return {"key": "speculative_key_normalization", "value": value, "file": ARG_UTILS, "line": line}
+
+
+def _raise_text(node: ast.Raise) -> str:
+    """The literal text of `raise X("..." f"...")` (placeholders of f-strings as `{...}`)."""
+    call = node.exc
+    if not (isinstance(call, ast.Call) and call.args):
+        return ""
+    parts: list[str] = []
+    for piece in ast.walk(call.args[0]):
+        if isinstance(piece, ast.Constant) and isinstance(piece.value, str):
+            parts.append(piece.value)
+        elif isinstance(piece, ast.FormattedValue):
+            parts.append("{...}")
+    return "".join(parts)
+
+
+def without_model_rule(tree: VllmTree) -> dict:
+    """What `SpeculativeConfig.__post_init__` does with `num_speculative_tokens` but no `model`:
+    the `if self.model is None and self.num_speculative_tokens is not None:` chain that picks the
+    draft per method (the target for mtp, `"ngram"` for ngram, ...) and raises for the rest
+    (`num_speculative_tokens was provided but without speculative model.`). It runs after the
+    MTP aliases became `mtp`. The `release_fact` row `speculative_without_model`:
+    `{"methods": {method: {"outcome": "model" | "raise", "line", "message"}}, "else": {...}}`,
+    `{"methods": null}` when the chain is not found."""
+    mod = tree.parse(SPECULATIVE)
+    cls = _class(mod, "SpeculativeConfig") if mod else None
+    post = _method(cls, "__post_init__")
+    value: dict[str, Any] = {"methods": None, "else": None}
+    line = 0
+    for node in ast.walk(post) if post is not None else ():
+        if not isinstance(node, ast.If):
+            continue
+        test = ast.unparse(node.test).replace(" ", "")
+        if test != "self.modelisNoneandself.num_speculative_tokensisnotNone":
+            continue
+        line = node.lineno
+        inner = node.body[-1] if node.body and isinstance(node.body[-1], ast.If) else None
+        if inner is None or len(node.body) != 1:
+            break
+        methods: dict[str, dict[str, Any]] = {}
+        cur: ast.If | None = inner
+        other: list[ast.stmt] = []
+        while cur is not None:
+            names = _methods_in_test(cur.test)
+            sets_model = bool(_assigns(cur.body, "model"))
+            raises = [r for st in cur.body for r in ast.walk(st) if isinstance(r, ast.Raise)]
+            row = (
+                {"outcome": "model", "line": cur.lineno, "message": ""}
+                if sets_model
+                else {
+                    "outcome": "raise",
+                    "line": raises[0].lineno,
+                    "message": _raise_text(raises[0]),
+                }
+                if raises
+                else {"outcome": "model", "line": cur.lineno, "message": ""}
+            )
+            for m in names:
+                methods.setdefault(m, row)
+            if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If):
+                cur = cur.orelse[0]
+            else:
+                other = cur.orelse
+                cur = None
+        tail = [r for st in other for r in ast.walk(st) if isinstance(r, ast.Raise)]
+        value = {
+            "methods": methods,
+            "else": {"outcome": "raise", "line": tail[0].lineno, "message": _raise_text(tail[0])}
+            if tail
+            else {"outcome": "model", "line": line, "message": ""},
+        }
+        break
+    return {"key": "speculative_without_model", "value": value, "file": SPECULATIVE, "line": line}
+
+
+def forbidden_fields(tree: VllmTree) -> dict:
+    """`SpeculativeConfig` fields the user may not set although the schema has them: top-level
+    `if self.<field> is not None: raise ...` statements of its `_verify_args` model validator
+    (e.g. `tensor_parallel_size`: "Please pass 'draft_tensor_parallel_size' instead"). The
+    `release_fact` row `speculative_forbidden_fields`: `{"fields": {field: {"line", "message"}}}`,
+    `{"fields": null}` without a `_verify_args`."""
+    mod = tree.parse(SPECULATIVE)
+    cls = _class(mod, "SpeculativeConfig") if mod else None
+    fn = _method(cls, "_verify_args")
+    if fn is None:
+        return {
+            "key": "speculative_forbidden_fields",
+            "value": {"fields": None},
+            "file": SPECULATIVE,
+            "line": 0,
+        }
+    fields: dict[str, dict[str, Any]] = {}
+    for st in fn.body:
+        if not (
+            isinstance(st, ast.If)
+            and not st.orelse
+            and len(st.body) == 1
+            and isinstance(st.body[0], ast.Raise)
+        ):
+            continue
+        t = st.test
+        if (
+            isinstance(t, ast.Compare)
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.IsNot)
+            and isinstance(t.left, ast.Attribute)
+            and isinstance(t.left.value, ast.Name)
+            and t.left.value.id == "self"
+            and isinstance(t.comparators[0], ast.Constant)
+            and t.comparators[0].value is None
+        ):
+            fields[t.left.attr] = {"line": st.body[0].lineno, "message": _raise_text(st.body[0])}
+    return {
+        "key": "speculative_forbidden_fields",
+        "value": {"fields": fields},
+        "file": SPECULATIVE,
+        "line": fn.lineno,
+    }
+
+
 __all__ = [
     "DraftParallelFacts",
     "Method",
@@ -421,5 +581,8 @@ __all__ = [
     "accepted_methods",
     "draft_parallel_facts",
     "eagle_rewrite",
+    "forbidden_fields",
+    "spec_key_normalization",
     "speculators_rewrite",
+    "without_model_rule",
 ]

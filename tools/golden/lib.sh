@@ -18,18 +18,29 @@
 #  0.6.2: its requirements-test.txt pins no transformers; requirements-common.txt's floor
 #          (>=4.45.0, "Required for Llama 3.2"), the release current when 0.6.2 came out.
 #          torch 2.4.0 / torchvision 0.19 / xformers come from vLLM's own pins (requirements-cuda.txt).
+#  0.7.3, 0.12.0, 0.17.0, 0.25.0: transformers and timm as pinned by the release's own
+#          test requirements (requirements-test.txt, requirements/test.txt or
+#          requirements/test/cuda.txt); torch is the release's own pin (pulled by
+#          `pip install vllm==VERSION`). 0.7.3 additionally pins torchvision 0.20.1 and
+#          torchaudio 2.5.1 there, which the wheel's own requirements already resolve.
+#          The serve-args goldens of 0.12.0 and 0.17.0 were recorded before timm was added
+#          (their pip-freeze-<ver>.txt has none; argument handling does not import it); the
+#          modelinfo/specdecode venvs' freezes are pip-freeze-<kind>-<ver>.txt.
 golden_extras() {
   case $1 in
     0.6.2)  echo "transformers==4.45.0 numpy==1.26.4" ;;
     0.6.4)  echo "transformers==4.45.2 tokenizers==0.20.3 numpy==1.26.4" ;;
     0.7.0)  echo "transformers==4.47.0 tokenizers==0.21.0 numpy==1.26.4" ;;
+    0.7.3)  echo "transformers==4.48.2 timm==1.0.11" ;;
     0.8.5)  echo "transformers==4.51.3" ;;
     0.10.0) echo "transformers==4.53.2" ;;
     0.11.0) echo "transformers==4.55.2" ;;
     0.11.1) echo "transformers==4.57.1" ;;
-    0.12.0|0.14.1) echo "transformers==4.57.3" ;;
-    0.17.0) echo "transformers==4.57.5" ;;
+    0.12.0) echo "transformers==4.57.3 timm==1.0.17" ;;
+    0.14.1) echo "transformers==4.57.3" ;;
+    0.17.0) echo "transformers==4.57.5 timm==1.0.17" ;;
     0.23.0) echo "transformers==5.9.0 timm" ;;
+    0.25.0) echo "transformers==5.5.3 timm==1.0.17" ;;
     0.33.0) echo "timm" ;;
     *)      echo "" ;;
   esac

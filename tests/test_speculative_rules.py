@@ -1,0 +1,85 @@
+"""Release facts read from SpeculativeConfig / EngineArgs source: which model-less methods get a
+draft and which raise, and whether `--speculative-config` keys are rewritten (`-` -> `_`)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from compat.sources import tree_from_path
+from compat.vllm.speculative import forbidden_fields, spec_key_normalization, without_model_rule
+
+SPEC = '''
+from typing import Literal
+SpeculativeMethod = Literal["ngram", "eagle", "mtp", "custom_class"]
+
+class SpeculativeConfig:
+    def __post_init__(self):
+        if self.method is None:
+            self.method = "draft_model"
+        if self.model is None and self.num_speculative_tokens is not None:
+            if self.method == "mtp":
+                if self.target_model_config is None:
+                    raise ValueError("target_model_config must be present for mtp")
+                self.model = self.target_model_config.model
+            elif self.method in ("ngram", "[ngram]"):
+                self.model = "ngram"
+            elif self.method == "custom_class":
+                if self.model is None:
+                    raise ValueError(f"method={self.method!r} requires 'model'")
+            else:
+                raise ValueError(
+                    "num_speculative_tokens was provided but without speculative model."
+                )
+
+    def _verify_args(self):
+        if self.tensor_parallel_size is not None:
+            raise ValueError("'tensor_parallel_size' is not a valid argument")
+        if self.num_speculative_tokens is None:
+            raise ValueError("not a field the user may never set: a different test")
+        return self
+'''
+
+ARGS = '''
+class EngineArgs:
+    def create_speculative_config(self, target_model_config, target_parallel_config):
+        if self.speculative_config is None:
+            return None
+        {body}
+        return SpeculativeConfig(**self.speculative_config)
+'''
+
+
+def _tree(tmp_path: Path, normalize: bool):
+    root = tmp_path / ("norm" if normalize else "plain")
+    (root / "vllm" / "config").mkdir(parents=True)
+    (root / "vllm" / "engine").mkdir(parents=True)
+    (root / "vllm" / "config" / "speculative.py").write_text(SPEC)
+    body = ('self.speculative_config = {k.replace("-", "_"): v for k, v in self.speculative_config.items()}'
+            if normalize else "pass")
+    (root / "vllm" / "engine" / "arg_utils.py").write_text(textwrap.dedent(ARGS).replace("{body}", body))
+    return tree_from_path(f"{root}=9.9.9")
+
+
+def test_without_model_rule_reads_the_chain(tmp_path):
+    row = without_model_rule(_tree(tmp_path, False))
+    value = row["value"]
+    assert value["methods"]["mtp"]["outcome"] == "model"
+    assert value["methods"]["ngram"]["outcome"] == value["methods"]["[ngram]"]["outcome"] == "model"
+    assert value["methods"]["custom_class"] == {
+        "outcome": "raise", "line": value["methods"]["custom_class"]["line"],
+        "message": "method={...} requires 'model'"}
+    assert value["else"]["outcome"] == "raise"
+    assert value["else"]["message"] == "num_speculative_tokens was provided but without speculative model."
+    assert row["line"] == 9
+
+
+def test_key_normalization_only_where_the_release_rewrites(tmp_path):
+    assert spec_key_normalization(_tree(tmp_path, True))["value"] == {"replace": ["-", "_"]}
+    assert spec_key_normalization(_tree(tmp_path, False))["value"] == {"replace": None}
+
+
+def test_forbidden_fields_are_the_is_not_none_raises_of_verify_args(tmp_path):
+    value = forbidden_fields(_tree(tmp_path, False))["value"]
+    assert list(value["fields"]) == ["tensor_parallel_size"]
+    assert value["fields"]["tensor_parallel_size"]["message"] == "'tensor_parallel_size' is not a valid argument"
