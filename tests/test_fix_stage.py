@@ -449,3 +449,38 @@ def test_each_bump_keeps_its_own_edits_after_the_follow_up(tmp_path: Path) -> No
     _follow_up(case, ctx, kept, {1: list(case.rows), 2: list(case.rows)}, {1: [], 2: []})
     assert [e.path for e in kept[1].edits][:1] == [("variants", "a", "min_vllm_version")], kept
     assert [e.path for e in kept[2].edits][:1] == [("model", "min_vllm_version")], kept
+
+
+def test_the_follow_up_plans_again_until_nothing_new(monkeypatch) -> None:
+    """Each round plans on the recipe as the fixes so far leave it: a bump to 0.5.2 uncovers a
+    bump to 0.6.0, which uncovers one to 0.11.1 (Phi-4-reasoning, pinned at 0.4.2); every
+    round's edits reach the kept fix, the last winning, and a round that finds nothing new ends."""
+    from types import SimpleNamespace
+
+    from compat.fix import plan as planmod
+    from compat.fix.context import Proposal
+    from compat.fix.edits import Edit
+
+    pin = ("model", "min_vllm_version")
+    rounds = iter(["0.6.0", "0.11.1", None])
+    seen: list[list] = []
+
+    def judged_case(case, edits, ctx):
+        seen.append([e.value for e in edits if e.path == pin])
+        return case
+
+    def plan_recipe(case, ctx, depth=0):
+        nxt = next(rounds)
+        if nxt is None:
+            return {}
+        return {1: planmod.Planned("pin_bump", f"bump to {nxt}", [Edit("set", pin, nxt)], works_from=nxt)}
+
+    monkeypatch.setattr(planmod, "judged_case", judged_case)
+    monkeypatch.setattr(planmod, "plan_recipe", plan_recipe)
+    monkeypatch.setattr(planmod, "rejudge", lambda *a, **k: SimpleNamespace(ok=True))
+    case = SimpleNamespace(pinned=True, rows=[])
+    kept = {7: Proposal("pin_bump", (Edit("set", pin, "0.5.2"),), "bump to 0.5.2", "0.5.2")}
+    planmod._follow_up(case, None, kept, {7: []}, {7: []})
+    assert seen == [["0.5.2"], ["0.6.0"], ["0.11.1"]]
+    assert planmod._merge([kept[7]])[0].value == "0.11.1"
+    assert kept[7].summary == "bump to 0.5.2; there, bump to 0.6.0; bump to 0.11.1"

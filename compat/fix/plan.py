@@ -87,6 +87,11 @@ def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
     return out
 
 
+#: How many times a plan is made again on the recipe as the fixes so far leave it: each round
+#: meets what the previous one's new pin uncovers (0.4.2 -> 0.5.2 -> 0.6.0 -> 0.11.1).
+FOLLOW_UP_ROUNDS = 5
+
+
 def _follow_up(
     case: Case,
     ctx: Context,
@@ -94,46 +99,48 @@ def _follow_up(
     blocked: dict[int, list[Row]],
     reasons: dict[int, list[str]],
 ) -> None:
-    """Plan again on the recipe as the kept fixes leave it, at its new pins; attach what holds to
-    every bump (each keeps its own edits: causes pinned by different `min_vllm_version`s bump
-    different paths)."""
-    bump_ids = [cid for cid, p in kept.items() if p.kind == pin_bump.KIND]
-    if not bump_ids:
+    """Plan again on the recipe as the kept fixes leave it, at its new pins, until nothing more is
+    found (a few rounds); attach what holds to every kept fix (each keeps its own edits: causes
+    pinned by different `min_vllm_version`s bump different paths). A fix can uncover what the
+    command also lacked: a respelled flag reveals a strategy flag the pin does not have."""
+    if not kept:
         return
-    edits = _merge(list(kept.values()))
-    after = judged_case(case, edits, ctx)
-    more = plan_recipe(after, ctx, depth=1)
-    fixes = {cid: p for cid, p in more.items() if p.kind != "none"}
-    leftover = [p for p in more.values() if p.kind == "none"]
+    releases = None if case.pinned else sorted({r.release for r in case.rows}, key=release_key)
+    targets = [(r, r.cause_keys.get(cid, ())) for cid in kept for r in blocked[cid]]
     extra: list[Edit] = []
-    there = ""
-    if fixes:
-        found = _merge([Proposal(p.kind, tuple(p.edits), p.summary) for p in fixes.values()])
-        releases = None if case.pinned else sorted({r.release for r in case.rows}, key=release_key)
-        targets = [(r, r.cause_keys.get(cid, ())) for cid in kept for r in blocked[cid]]
-        if rejudge(
-            case,
-            _merge([*kept.values(), Proposal("follow-up", tuple(found), "")]),
-            targets,
-            ctx,
-            releases,
-        ).ok:
-            extra = found
-            there = "; there, " + "; ".join(dict.fromkeys(p.summary for p in fixes.values()))
-        else:
-            leftover += list(fixes.values())
-    for cid in bump_ids:
-        own = kept[cid]
+    found_summaries: list[str] = []
+    leftover: list[Planned] = []
+    for _ in range(FOLLOW_UP_ROUNDS):
+        after = judged_case(case, _merge(_with_extra(kept, extra)), ctx)
+        more = plan_recipe(after, ctx, depth=1)
+        fixes = [p for p in more.values() if p.kind != "none"]
+        leftover = [p for p in more.values() if p.kind == "none"]
+        found = _merge([Proposal(p.kind, tuple(p.edits), p.summary) for p in fixes])
+        if not found or all(e in extra for e in found):
+            break
+        candidate = [*extra, *found]
+        if not rejudge(case, _merge(_with_extra(kept, candidate)), targets, ctx, releases).ok:
+            leftover += fixes
+            break
+        extra = candidate
+        found_summaries += [p.summary for p in fixes]
+    there = "; there, " + "; ".join(dict.fromkeys(found_summaries)) if found_summaries else ""
+    for cid, own in list(kept.items()):
         still = (
-            f"at {own.works_from} {len(leftover)} other cause(s) still block commands: "
-            + " | ".join(p.why.split("; ")[0] for p in leftover[:3])
-            if leftover
+            f"at {own.works_from or 'the new pin'} {len(leftover)} other cause(s) still block "
+            "commands: " + " | ".join(p.why.split("; ")[0] for p in leftover[:3])
+            if leftover and own.kind == pin_bump.KIND
             else ""
         )
         note = "; ".join(x for x in (own.note, still) if x)
         kept[cid] = Proposal(
             own.kind, (*own.edits, *extra), own.summary + there, own.works_from, note
         )
+
+
+def _with_extra(kept: dict[int, Proposal], extra: list[Edit]) -> list[Proposal]:
+    """Every kept fix with the follow-up edits after its own (so they win where they overlap)."""
+    return [Proposal(p.kind, (*p.edits, *extra), p.summary, p.works_from) for p in kept.values()]
 
 
 def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
