@@ -10,7 +10,7 @@ them emits a blocked, ungated command.
 `compat build` judges everything again on each run, so when only recipe files are staged the
 hook builds a view of the checkout holding just those recipes (seconds, not minutes); a
 staged strategy, taxonomy or synthesizer file affects every recipe, so then the whole
-checkout is built. See VIEW_OF_STAGED for the switch to incremental builds.
+checkout is built. See VIEW_OF_STAGED for why the view stays with incremental builds.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any
 
 from compat.errors import UserError
 
-#: Build a view holding only the staged recipes. `compat build` has no incremental path yet;
-#: when it reuses an existing database (judging again only what changed), set this to False:
-#: the hook then builds the whole checkout into its persistent database every time, and the
-#: incremental build does the narrowing.
+#: Build a view holding only the staged recipes. `compat build` is incremental (it reuses every
+#: recipe whose inputs are unchanged), but the first whole-checkout build on a machine judges
+#: everything (about 80 s on 2 cores); a view costs seconds from the first commit. False makes
+#: the hook build the whole checkout into its persistent database and lets reuse narrow it.
 VIEW_OF_STAGED = True
 LOCK_NAME = "model-facts.lock.json"
 
