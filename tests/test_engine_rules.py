@@ -209,3 +209,27 @@ def test_mechanism(rule: str, opts: dict, args: tuple[str, ...], status: str, ke
     assert o.status == status, (rule, o.chain)
     if key is not None:
         assert ("blocked", key) in o.keys, (rule, o.keys)
+
+
+@pytest.mark.parametrize("image,foreign", [
+    ("eugr/spark-vllm-b12x:latest", "eugr/spark-vllm-b12x:latest"),  # a fork's build
+    ("quay.io/ascend/vllm-ascend:qwen3.8-a5", "quay.io/ascend/vllm-ascend:qwen3.8-a5"),
+    ("vllm/vllm-openai:v0.25.0", None),
+    ("vllm/vllm-openai:qwen38", None),  # vLLM's own image, a launch tag: judged at the recipe's pin
+    ("docker pull vllm/vllm-openai-rocm:nightly", None),
+    ("", None),
+])
+def test_a_command_run_in_a_foreign_image_is_unknown(image: str, foreign: str | None) -> None:
+    """Which vLLM a vendor's or a fork's image holds is unknown: its commands are not judged
+    against a release (DeepSeek-V4-Flash's DGX Spark override names a backend no release has)."""
+    from dataclasses import replace
+
+    from compat.recipes.hardware import foreign_image
+
+    assert foreign_image(image) == foreign
+    c = replace(combo("acme/moe-pp", "--moe-backend", "b12x"), foreign_image=foreign_image(image))
+    o = Judge(release("0.1.0"), MODELS).judge(c)
+    if foreign:
+        assert o.status == "unknown" and ("unknown", "foreign_image") in o.keys, o.chain
+    else:
+        assert ("unknown", "foreign_image") not in o.keys

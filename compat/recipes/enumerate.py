@@ -60,7 +60,7 @@ from compat.recipes.features import (
     feature_modes,
     switched_on,
 )
-from compat.recipes.hardware import docker_image, docker_pin, offered_hardware
+from compat.recipes.hardware import docker_image, docker_pin, foreign_image, offered_hardware
 from compat.recipes.json_api import api_renderings
 from compat.recipes.offering import effective_compatible_strategies, offered_strategies
 from compat.recipes.repo import HardwareProfile, Problem, Recipe, RecipesRepo, Strategy
@@ -97,6 +97,9 @@ class Combination:
     sources: tuple[str, ...] = ()
     source: str = "ui"  # the surfaces emitting these argvs: 'api', 'ui' or 'api,ui'
     sizing: Sizing | None = None  # nodeCount / pdNodes rendered with (None: omni)
+    # The docker image when it is not one of vLLM's own (a vendor or fork build): which vLLM it
+    # holds is unknown, so the row is not judged against a release.
+    foreign_image: str | None = None
 
 
 @dataclass
@@ -150,6 +153,7 @@ class Render:
     nodes: int
     picks: tuple[tuple[str, str], ...] = ()  # (feature, mode) every modal feature on rendered in
     sources: tuple[str, ...] = ()  # recipe elements that contributed args (synthesis.element_of)
+    foreign_image: str | None = None  # a docker image that is not vLLM's own (see Combination)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -255,6 +259,7 @@ class _Renderer:
             sizing=sizing,
             argvs=result.argvs,
             docker_pin=self.docker_pin(variant_key, profile),
+            foreign_image=self.foreign_image(variant_key, profile),
             problems=problems,
             nodes=result.node_count,
             picks=result.modes,
@@ -267,6 +272,10 @@ class _Renderer:
             variant = self.recipe.variants.get(variant_key) or {}
             self._pins[key] = docker_pin(docker_image(self.recipe, variant, profile))
         return self._pins[key]
+
+    def foreign_image(self, variant_key: str, profile: HardwareProfile) -> str | None:
+        variant = self.recipe.variants.get(variant_key) or {}
+        return foreign_image(docker_image(self.recipe, variant, profile))
 
 
 def recipe_renders(
@@ -395,7 +404,9 @@ def _rows_from_renders(
         groups.setdefault((r.strategy, r.feature, r.mode, r.platform, r.gated), []).append(r)
     for (strategy, feature, mode, platform, gated), members in groups.items():
         units = _units(members)
-        distinct = {(u.sources, u.render.argvs, u.render.docker_pin) for u in units}
+        distinct = {
+            (u.sources, u.render.argvs, u.render.docker_pin, u.render.foreign_image) for u in units
+        }
         collapse = len(distinct) == 1
         loaded = _problems_for(recipe_problems, variant_key, feature)
         chosen = units[:1] if collapse else units
@@ -414,6 +425,7 @@ def _rows_from_renders(
                 argvs=r.argvs,
                 vllm_pin=pin,
                 docker_pin=r.docker_pin,
+                foreign_image=r.foreign_image,
                 gated=gated,
                 omni=recipe.is_omni,
                 problems=tuple(dict.fromkeys(loaded + (shared if collapse else u.problems))),

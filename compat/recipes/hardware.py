@@ -173,6 +173,17 @@ _RELEASE_TAG = re.compile(r"v?(\d+\.\d+\.\d+(?:(?:rc|\.post|\.dev)\d+)?)(?:[-_].
 _VLLM_IMAGE = re.compile(r"(?:^|/)vllm/vllm-(?:openai|tpu)[\w.-]*$")
 
 
+def foreign_image(image: str | None) -> str | None:
+    """The image reference when it is set and not one of vLLM's own images (a vendor's or a
+    fork's build, e.g. `eugr/spark-vllm-b12x:latest`), else None. vLLM-Omni's image counts as
+    foreign too; its recipes are not judged either."""
+    if not image:
+        return None
+    ref = image.split()[-1]
+    repository = ref.rpartition(":")[0] or ref
+    return None if _VLLM_IMAGE.search(repository) else ref
+
+
 def docker_pin(image: str | None) -> str | None:
     """The vLLM release an image tag names: 'X.Y.Z', 'nightly', or None (latest, custom tags).
 

@@ -142,6 +142,16 @@ class Judge:
                 )
             )
             return out
+        if c.foreign_image:
+            out.add(
+                Finding(
+                    Status.UNKNOWN,
+                    f"runs the image {c.foreign_image}, a build outside vLLM's releases: which vLLM "
+                    "it holds is unknown, so the command is not judged against a release",
+                    key="foreign_image",
+                )
+            )
+            return out
         for p in c.problems:
             out.add(Finding(Status.UNKNOWN, f"recipe problem: {p}", key=f"recipe_problem:{p}"))
         facts = self.models.resolve(c.model_id)
