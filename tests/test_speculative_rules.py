@@ -83,3 +83,36 @@ def test_forbidden_fields_are_the_is_not_none_raises_of_verify_args(tmp_path):
     value = forbidden_fields(_tree(tmp_path, False))["value"]
     assert list(value["fields"]) == ["tensor_parallel_size"]
     assert value["fields"]["tensor_parallel_size"]["message"] == "'tensor_parallel_size' is not a valid argument"
+
+
+CONFIG_010 = '''
+class ModelConfig:
+    pass
+
+
+class SpeculativeConfig:
+    def __post_init__(self):
+        if self.model is None and self.num_speculative_tokens is not None:
+            if self.target_model_config and \\
+                    self.target_model_config.hf_text_config.model_type == "deepseek_v3":
+                self.model = self.target_model_config.model
+            elif self.method in ("ngram", "[ngram]"):
+                self.model = "ngram"
+            else:
+                raise ValueError("num_speculative_tokens was provided without speculative model.")
+'''
+
+
+def test_a_chain_chosen_by_the_targets_model_type_is_undecided_and_read_where_it_lives(tmp_path):
+    """0.10: SpeculativeConfig lives in vllm/config/__init__.py, and its model-less chain picks
+    the target as the MTP draft by the target's model_type, not the method: not a per-method
+    table (reading it as one said every MTP method raises)."""
+    from compat.sources.tree import speculative_file
+
+    (tmp_path / "vllm" / "config").mkdir(parents=True)
+    (tmp_path / "vllm" / "config" / "__init__.py").write_text(CONFIG_010)
+    tree = tree_from_path(f"{tmp_path}=0.10.1")
+    assert speculative_file(tree) == "vllm/config/__init__.py"
+    row = without_model_rule(tree)
+    assert row["file"] == "vllm/config/__init__.py"
+    assert row["value"]["methods"] is None and row["value"]["undecided"] == 9

@@ -20,6 +20,19 @@ from compat.errors import LayoutError
 REGISTRY = "vllm/model_executor/models/registry.py"
 INTERFACES = "vllm/model_executor/models/interfaces.py"
 SPECULATIVE = "vllm/config/speculative.py"
+#: Where SpeculativeConfig lived before vllm/config became a package of modules (0.10.1 and
+#: older: the package's __init__, before that vllm/config.py).
+SPECULATIVE_HOMES = (SPECULATIVE, "vllm/config/__init__.py", "vllm/config.py")
+
+
+def speculative_file(tree: "VllmTree") -> str:
+    """The file that defines `class SpeculativeConfig` in this release (SPECULATIVE if none)."""
+    for rel in SPECULATIVE_HOMES:
+        text = tree.read(rel)
+        if text is not None and "\nclass SpeculativeConfig" in text:
+            return rel
+    return SPECULATIVE
+
 
 _VERSION_RE = re.compile(
     r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.MULTILINE

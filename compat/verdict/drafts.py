@@ -173,11 +173,19 @@ def _without_model(k: Knowledge, spec: dict[str, Any], canonical: str, step: str
     """SpeculativeConfig.__post_init__ with num_speculative_tokens and no model: it picks the
     draft of a model-less method, or raises (release fact `speculative_without_model`)."""
     rule = k.release_facts.get("speculative_without_model") or {}
-    if (
-        spec.get("model") is not None
-        or spec.get("num_speculative_tokens") is None
-        or rule.get("methods") is None
-    ):
+    if spec.get("model") is not None or spec.get("num_speculative_tokens") is None:
+        return None
+    if rule.get("undecided"):
+        ev = f"{rule['file']}:{rule['undecided']}"
+        return Finding(
+            Status.UNKNOWN,
+            f"{step}: num_speculative_tokens without a model; SpeculativeConfig.__post_init__ "
+            f"picks the draft by more than the method there ({ev}), which is not replayed",
+            "",
+            [ev],
+            key=f"spec_no_model_undecided:{canonical}",
+        )
+    if rule.get("methods") is None:
         return None
     branch = rule["methods"].get(canonical) or rule.get("else") or {}
     if branch.get("outcome") != "raise":
@@ -281,7 +289,7 @@ def _mtp_draft(
         )
     archs = list(res.architectures)
     how = (
-        f"SpeculativeConfig.hf_config_override (vllm/config/speculative.py:{res.line}) rewrites "
+        f"SpeculativeConfig.hf_config_override ({runner.file}:{res.line}) rewrites "
         f"{facts.model_type}/{facts.architectures[0]} -> {archs[0] if archs else '?'}"
     )
     return archs, how
@@ -320,7 +328,7 @@ def _checkpoint_draft(
         if res.status == "ok" and res.changed and res.architectures:
             archs = list(res.architectures)
             how += (
-                f"; hf_config_override on the draft (vllm/config/speculative.py:{res.line}) "
+                f"; hf_config_override on the draft ({runner.file}:{res.line}) "
                 f"-> {res.model_type}/{archs[0]}"
             )
     if canonical in method_tables()["eagle_rewrite_methods"] and k.tree is not None:

@@ -353,19 +353,20 @@ def _override_targets(fn_node) -> list[dict]:
 def speculative_rows(
     tree: VllmTree, platforms: tuple[str, ...], caps: list[dict]
 ) -> tuple[dict, list[str]]:
-    from compat.sources.tree import SPECULATIVE
+    from compat.sources.tree import speculative_file
     from compat.vllm.speculative import OverrideRunner, accepted_methods, draft_parallel_facts
 
+    home = speculative_file(tree)  # where this release defines SpeculativeConfig
     notes: list[str] = []
     methods = accepted_methods(tree)
     if not methods:
-        notes.append(f"speculative: no SpeculativeMethod Literal in {SPECULATIVE}")
+        notes.append(f"speculative: no SpeculativeMethod Literal in {home}")
     method_rows = [
         {
             "method": m.method,
             "canonical": m.canonical,
             "kind": m.kind,
-            "file": SPECULATIVE,
+            "file": home,
             "line": m.line,
         }
         for m in methods
@@ -379,7 +380,7 @@ def speculative_rows(
                     "method": m,
                     "pp_source": "unknown",
                     "ep_source": "unknown",
-                    "file": SPECULATIVE,
+                    "file": home,
                     "line": 0,
                     "detail": "create_draft_parallel_config not found",
                 }
@@ -392,7 +393,7 @@ def speculative_rows(
                     "ep_source": dp.ep_from_create
                     if dp.pp_source(m) not in ("target_config", "none")
                     else ("target" if dp.pp_source(m) == "target_config" else "off"),
-                    "file": SPECULATIVE,
+                    "file": home,
                     "line": dp.line_for(m),
                     "detail": "; ".join(dp.notes),
                 }
@@ -419,7 +420,7 @@ def speculative_rows(
                         "draft_inherits_pp": None if inherits is None else int(inherits),
                         "status": res.status if res.changed or res.status != "ok" else "unchanged",
                         "detail": res.detail,
-                        "file": SPECULATIVE,
+                        "file": home,
                         "line": res.line or runner.line,
                     }
                 )

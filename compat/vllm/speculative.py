@@ -18,7 +18,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.sources.tree import SPECULATIVE, VllmTree
+from compat.sources.tree import VllmTree, speculative_file
 from compat.vllm.sandbox import SandboxError, StubConfig, call_isolated, run_isolated
 
 EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
@@ -52,7 +52,7 @@ def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
 
 def accepted_methods(tree: VllmTree) -> list[Method]:
     """Expand the `Literal` aliases behind `SpeculativeMethod`; [] if the layout is unknown."""
-    mod = tree.parse(SPECULATIVE)
+    mod = tree.parse(speculative_file(tree))
     if mod is None:
         return []
     literals: dict[str, tuple[ast.expr, int]] = {}
@@ -164,7 +164,7 @@ def _assigns(body: list[ast.stmt], attr: str) -> list[ast.Assign]:
 
 
 def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
-    mod = tree.parse(SPECULATIVE)
+    mod = tree.parse(speculative_file(tree))
     cls = _class(mod, "SpeculativeConfig") if mod else None
     create = _method(cls, "create_draft_parallel_config")
     post = _method(cls, "__post_init__")
@@ -230,7 +230,7 @@ def draft_parallel_facts(tree: VllmTree) -> DraftParallelFacts | None:
         break
     verify_line = 0
     verify = _method(cls, "_verify_args")
-    text = tree.read(SPECULATIVE) or ""
+    text = tree.read(speculative_file(tree)) or ""
     if verify is not None:
         for node in ast.walk(verify):
             if isinstance(node, ast.Attribute) and node.attr == "verify_with_parallel_config":
@@ -261,7 +261,8 @@ class OverrideRunner:
         self.tree = tree
         self.fn: ast.FunctionDef | None = None
         self.line = 0
-        mod = tree.parse(SPECULATIVE)
+        self.file = speculative_file(tree)
+        mod = tree.parse(self.file)
         cls = _class(mod, "SpeculativeConfig") if mod else None
         fn = _method(cls, "hf_config_override")
         if fn is not None:
@@ -276,10 +277,10 @@ class OverrideRunner:
     def run(self, config: dict[str, Any]) -> OverrideResult:
         if self.fn is None:
             return OverrideResult(
-                "unknown", detail=f"no SpeculativeConfig.hf_config_override in {SPECULATIVE}"
+                "unknown", detail=f"no SpeculativeConfig.hf_config_override in {self.file}"
             )
         try:
-            cfg, first_line = run_isolated(self.tree, self.fn, SPECULATIVE, config)
+            cfg, first_line = run_isolated(self.tree, self.fn, self.file, config)
         except SandboxError as exc:
             return OverrideResult("unknown", detail=str(exc))
         except Exception as exc:  # vLLM's own validation inside the override (e.g. Inkling)
@@ -476,7 +477,7 @@ def without_model_rule(tree: VllmTree) -> dict:
     MTP aliases became `mtp`. The `release_fact` row `speculative_without_model`:
     `{"methods": {method: {"outcome": "model" | "raise", "line", "message"}}, "else": {...}}`,
     `{"methods": null}` when the chain is not found."""
-    mod = tree.parse(SPECULATIVE)
+    mod = tree.parse(speculative_file(tree))
     cls = _class(mod, "SpeculativeConfig") if mod else None
     post = _method(cls, "__post_init__")
     value: dict[str, Any] = {"methods": None, "else": None}
@@ -496,6 +497,11 @@ def without_model_rule(tree: VllmTree) -> dict:
         other: list[ast.stmt] = []
         while cur is not None:
             names = _methods_in_test(cur.test)
+            if not names:
+                # A branch chosen by something other than the method (0.10: the target's
+                # model_type picks the target as the MTP draft): not a per-method table.
+                value = {"methods": None, "else": None, "undecided": cur.lineno}
+                break
             sets_model = bool(_assigns(cur.body, "model"))
             raises = [r for st in cur.body for r in ast.walk(st) if isinstance(r, ast.Raise)]
             row = (
@@ -516,6 +522,8 @@ def without_model_rule(tree: VllmTree) -> dict:
             else:
                 other = cur.orelse
                 cur = None
+        if value.get("undecided"):
+            break
         tail = [r for st in other for r in ast.walk(st) if isinstance(r, ast.Raise)]
         value = {
             "methods": methods,
@@ -524,7 +532,12 @@ def without_model_rule(tree: VllmTree) -> dict:
             else {"outcome": "model", "line": line, "message": ""},
         }
         break
-    return {"key": "speculative_without_model", "value": value, "file": SPECULATIVE, "line": line}
+    return {
+        "key": "speculative_without_model",
+        "value": value,
+        "file": speculative_file(tree),
+        "line": line,
+    }
 
 
 def forbidden_fields(tree: VllmTree) -> dict:
@@ -533,14 +546,14 @@ def forbidden_fields(tree: VllmTree) -> dict:
     (e.g. `tensor_parallel_size`: "Please pass 'draft_tensor_parallel_size' instead"). The
     `release_fact` row `speculative_forbidden_fields`: `{"fields": {field: {"line", "message"}}}`,
     `{"fields": null}` without a `_verify_args`."""
-    mod = tree.parse(SPECULATIVE)
+    mod = tree.parse(speculative_file(tree))
     cls = _class(mod, "SpeculativeConfig") if mod else None
     fn = _method(cls, "_verify_args")
     if fn is None:
         return {
             "key": "speculative_forbidden_fields",
             "value": {"fields": None},
-            "file": SPECULATIVE,
+            "file": speculative_file(tree),
             "line": 0,
         }
     fields: dict[str, dict[str, Any]] = {}
@@ -567,7 +580,7 @@ def forbidden_fields(tree: VllmTree) -> dict:
     return {
         "key": "speculative_forbidden_fields",
         "value": {"fields": fields},
-        "file": SPECULATIVE,
+        "file": speculative_file(tree),
         "line": fn.lineno,
     }
 
