@@ -109,6 +109,7 @@ def _follow_up(
     targets = [(r, r.cause_keys.get(cid, ())) for cid in kept for r in blocked[cid]]
     extra: list[Edit] = []
     found_summaries: list[str] = []
+    found_bumps: list[str] = []
     leftover: list[Planned] = []
     for _ in range(FOLLOW_UP_ROUNDS):
         after = judged_case(case, _merge(_with_extra(kept, extra)), ctx)
@@ -124,6 +125,8 @@ def _follow_up(
             break
         extra = candidate
         found_summaries += [p.summary for p in fixes]
+        found_bumps += [p.works_from for p in fixes if p.kind == pin_bump.KIND and p.works_from]
+    _drop_stale_gates(case, ctx, kept, extra, targets, releases, found_bumps)
     there = "; there, " + "; ".join(dict.fromkeys(found_summaries)) if found_summaries else ""
     for cid, own in list(kept.items()):
         still = (
@@ -136,6 +139,35 @@ def _follow_up(
         kept[cid] = Proposal(
             own.kind, (*own.edits, *extra), own.summary + there, own.works_from, note
         )
+
+
+def _drop_stale_gates(
+    case: Case,
+    ctx: Context,
+    kept: dict[int, Proposal],
+    extra: list[Edit],
+    targets: list[tuple[Row, tuple[str, ...]]],
+    releases: list[str] | None,
+    found_bumps: list[str],
+) -> None:
+    """A gate (or mode scope) planned at the old pin, whose commands start at the pin the
+    follow-up reached, is not written: its cause takes the bump (GLM-4.7's tool_calling gate at
+    0.11.0, stale once the pin is 0.14.0). As _prefer_bump_over_gates at the first round, and
+    only when the plan without the gate still clears every cause."""
+    bump_ids = [cid for cid, p in kept.items() if p.kind == pin_bump.KIND]
+    pins = [kept[c].works_from for c in bump_ids if kept[c].works_from] + found_bumps
+    if not bump_ids or not pins:
+        return
+    final = max(pins, key=release_key)
+    for cid, p in list(kept.items()):
+        if p.kind not in (gate.KIND, mode_variants.KIND):
+            continue
+        rows = [(r, r.cause_keys.get(cid, ())) for r, _keys in targets if cid in r.cause_keys]
+        if not rows or not all(pin_bump.gone_at(ctx, final, r, keys) for r, keys in rows):
+            continue
+        without = {c: q for c, q in kept.items() if c != cid}
+        if rejudge(case, _merge(_with_extra(without, extra)), targets, ctx, releases).ok:
+            kept[cid] = kept[bump_ids[0]]
 
 
 def _with_extra(kept: dict[int, Proposal], extra: list[Edit]) -> list[Proposal]:
