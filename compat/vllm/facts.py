@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from compat.errors import LayoutError
-from compat.sources.tree import VllmTree
+from compat.sources.tree import VllmTree, speculative_file
 
 if TYPE_CHECKING:
     from compat.vllm.cli_surface import CliSurface
@@ -353,7 +353,6 @@ def _override_targets(fn_node) -> list[dict]:
 def speculative_rows(
     tree: VllmTree, platforms: tuple[str, ...], caps: list[dict]
 ) -> tuple[dict, list[str]]:
-    from compat.sources.tree import speculative_file
     from compat.vllm.speculative import OverrideRunner, accepted_methods, draft_parallel_facts
 
     home = speculative_file(tree)  # where this release defines SpeculativeConfig
