@@ -29,7 +29,7 @@ from compat.errors import UserError
 
 #: Build a view holding only the staged recipes. `compat build` is incremental (it reuses every
 #: recipe whose inputs are unchanged), but the first whole-checkout build on a machine judges
-#: everything (about 80 s on 2 cores); a view costs seconds from the first commit. False makes
+#: everything (about 40 s on 2 cores); a view costs seconds from the first commit. False makes
 #: the hook build the whole checkout into its persistent database and lets reuse narrow it.
 VIEW_OF_STAGED = True
 LOCK_NAME = "model-facts.lock.json"
