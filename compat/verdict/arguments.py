@@ -580,24 +580,7 @@ class ServeParser:
         except SandboxError:
             return None
 
-        def run(val: str) -> Any:
-            try:
-                return program.call(src, val)
-            except (SandboxError, NameError, AttributeError) as exc:
-                self.notes.findings.append(
-                    ArgFinding(
-                        "parse",
-                        "unknown",
-                        f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
-                        f"({file}:{fn.lineno}), which could not be evaluated ({exc})",
-                        "",
-                        [f"{file}:{fn.lineno}"],
-                        ("unchecked", row["flag"]),
-                    )
-                )
-                return val
-
-        return run
+        return self._sandboxed_type(row, src, f"{file}:{fn.lineno}", lambda v: program.call(src, v))
 
     def _config_classmethod(self, src: str, row: dict[str, Any]) -> Any:
         """`type=CompilationConfig.from_cli` (before 0.10): the release's classmethod run in the
@@ -628,24 +611,37 @@ class ServeParser:
         except SandboxError:
             return None
 
-        def run(val: str) -> Any:
+        def call(val: str) -> Any:
             try:
                 return program.call(method, config, val)
+            except SyntaxError as exc:  # literal_eval's; argparse does not catch it
+                raise _Raised(f"SyntaxError: {exc}") from None
+
+        return self._sandboxed_type(row, src, f"{owner.file}:{fn.lineno}", call)
+
+    def _sandboxed_type(
+        self, row: dict[str, Any], src: str, where: str, call: Callable[[str], Any]
+    ) -> Callable[[str], Any]:
+        """`type=` as argparse calls it: the release's converter run in the sandbox; a value it
+        cannot evaluate passes unchecked, said so as an unknown finding."""
+        from compat.vllm.sandbox import SandboxError
+
+        def run(val: str) -> Any:
+            try:
+                return call(val)
             except (SandboxError, NameError, AttributeError) as exc:
                 self.notes.findings.append(
                     ArgFinding(
                         "parse",
                         "unknown",
                         f"{row['flag']} {val!r}: vLLM {self.version} converts it with {src} "
-                        f"({owner.file}:{fn.lineno}), which could not be evaluated ({exc})",
+                        f"({where}), which could not be evaluated ({exc})",
                         "",
-                        [f"{owner.file}:{fn.lineno}"],
+                        [where],
                         ("unchecked", row["flag"]),
                     )
                 )
                 return val
-            except SyntaxError as exc:  # literal_eval's; argparse does not catch it
-                raise _Raised(f"SyntaxError: {exc}") from None
 
         return run
 
