@@ -17,18 +17,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from compat.blocks import Block, Judging, judge_recipe
+from compat.vllm.facts import cpu_count as cpus  # one answer for scans and builds
 
 Say = Callable[[str], None]
 #: Fewer recipes than this are judged here: forking and warming a second process's caches
 #: costs more than one recipe takes (an incremental build judges one or two).
 MIN_PARALLEL = 4
-
-
-def cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def judge_all(

@@ -26,7 +26,7 @@ def _tree(root: Path, version: str = "0.0.1") -> VllmTree:
 
 
 def _sequential(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(F, "_cpus", lambda: 1)
+    monkeypatch.setattr(F, "cpu_count", lambda: 1)
 
 
 @pytest.mark.parametrize("root", MINITREES, ids=lambda p: p.name)
@@ -40,7 +40,7 @@ def test_workers_and_one_process_give_the_same_rows(root: Path, monkeypatch: pyt
 
 
 def test_workers_are_used_with_two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(F, "_cpus", lambda: 2)
+    monkeypatch.setattr(F, "cpu_count", lambda: 2)
     ran: list[str] = []
     real = F._in_workers
 
@@ -55,7 +55,7 @@ def test_workers_are_used_with_two_cores(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_failing_worker_falls_back_to_computing_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(F, "_cpus", lambda: 2)
+    monkeypatch.setattr(F, "cpu_count", lambda: 2)
     real = F._surface_share
     parent = os.getpid()
 

@@ -213,7 +213,8 @@ def _surface_share(
     return {"facts": facts, "notes": notes, "raises": queue.drain(tree), "raises_kept": kept}
 
 
-def _cpus() -> int:
+def cpu_count() -> int:
+    """The cores this process may run on (its affinity on Linux)."""
     import os
 
     try:
@@ -235,7 +236,7 @@ def _in_workers(
     import multiprocessing.connection
     import time
 
-    if _cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if cpu_count() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
     ctx = multiprocessing.get_context("fork")
     jobs: list[tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]]
