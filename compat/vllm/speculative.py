@@ -477,7 +477,8 @@ def without_model_rule(tree: VllmTree) -> dict:
     MTP aliases became `mtp`. The `release_fact` row `speculative_without_model`:
     `{"methods": {method: {"outcome": "model" | "raise", "line", "message"}}, "else": {...}}`,
     `{"methods": null}` when the chain is not found."""
-    mod = tree.parse(speculative_file(tree))
+    home = speculative_file(tree)
+    mod = tree.parse(home)
     cls = _class(mod, "SpeculativeConfig") if mod else None
     post = _method(cls, "__post_init__")
     value: dict[str, Any] = {"methods": None, "else": None}
@@ -535,7 +536,7 @@ def without_model_rule(tree: VllmTree) -> dict:
     return {
         "key": "speculative_without_model",
         "value": value,
-        "file": speculative_file(tree),
+        "file": home,
         "line": line,
     }
 
@@ -546,14 +547,15 @@ def forbidden_fields(tree: VllmTree) -> dict:
     (e.g. `tensor_parallel_size`: "Please pass 'draft_tensor_parallel_size' instead"). The
     `release_fact` row `speculative_forbidden_fields`: `{"fields": {field: {"line", "message"}}}`,
     `{"fields": null}` without a `_verify_args`."""
-    mod = tree.parse(speculative_file(tree))
+    home = speculative_file(tree)
+    mod = tree.parse(home)
     cls = _class(mod, "SpeculativeConfig") if mod else None
     fn = _method(cls, "_verify_args")
     if fn is None:
         return {
             "key": "speculative_forbidden_fields",
             "value": {"fields": None},
-            "file": speculative_file(tree),
+            "file": home,
             "line": 0,
         }
     fields: dict[str, dict[str, Any]] = {}
@@ -580,7 +582,7 @@ def forbidden_fields(tree: VllmTree) -> dict:
     return {
         "key": "speculative_forbidden_fields",
         "value": {"fields": fields},
-        "file": speculative_file(tree),
+        "file": home,
         "line": fn.lineno,
     }
 
