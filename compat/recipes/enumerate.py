@@ -215,7 +215,7 @@ class _Renderer:
         self.recipe = recipe
         self.requirements = requirements
         self._synths: dict[tuple[Any, ...], Synthesizer] = {}
-        self._pins: dict[tuple[str, str], str | None] = {}
+        self._images: dict[tuple[str, str], str | None] = {}  # (variant, profile) -> image
 
     def render(
         self,
@@ -266,16 +266,18 @@ class _Renderer:
             sources=result.sources,
         )
 
-    def docker_pin(self, variant_key: str, profile: HardwareProfile) -> str | None:
+    def _image(self, variant_key: str, profile: HardwareProfile) -> str | None:
         key = (variant_key, profile.id)
-        if key not in self._pins:
+        if key not in self._images:
             variant = self.recipe.variants.get(variant_key) or {}
-            self._pins[key] = docker_pin(docker_image(self.recipe, variant, profile))
-        return self._pins[key]
+            self._images[key] = docker_image(self.recipe, variant, profile)
+        return self._images[key]
+
+    def docker_pin(self, variant_key: str, profile: HardwareProfile) -> str | None:
+        return docker_pin(self._image(variant_key, profile))
 
     def foreign_image(self, variant_key: str, profile: HardwareProfile) -> str | None:
-        variant = self.recipe.variants.get(variant_key) or {}
-        return foreign_image(docker_image(self.recipe, variant, profile))
+        return foreign_image(self._image(variant_key, profile))
 
 
 def recipe_renders(
