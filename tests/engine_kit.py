@@ -51,8 +51,20 @@ def release(version: str, *, flags: tuple[str, ...] = (), drop: tuple[str, ...] 
                  "template": "Pipeline parallelism is not supported for this model."},
                 {"file": "vllm/config/parallel.py", "line": 300,
                  "template": "Number of experts in the model must be greater than 0"}]
-    k.release_facts = {"class_attr_scans": {}}
+    k.release_facts = {"class_attr_scans": {}, "speculative_token_count": TOKEN_COUNT}
     return k
+
+
+# How SpeculativeConfig settles num_speculative_tokens (compat.vllm.spec_tokens), 0.33.0's shape.
+TOKEN_COUNT = {
+    "found": True, "file": "vllm/config/speculative.py", "line": 1226, "mtp_compare": 1487,
+    "n_predict_fill": 1603, "divisible": {"line": 1609, "message": "must be divisible"},
+    "block_fill": 1599, "dspark_skips_n_predict": True,
+    "model_missing": {"line": 1615, "message": "A speculative model was provided, but "
+                      "`num_speculative_tokens` was not provided", "unless": []},
+    "verify_missing": {"line": 1947, "message": "num_speculative_tokens must be provided"},
+    "fill_methods": {"suffix": 1333}, "other_fills": [], "config_types": [],
+}
 
 
 @dataclass

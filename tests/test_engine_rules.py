@@ -15,10 +15,12 @@ from compat.recipes import Combination
 from compat.verdict.engine import Judge
 from tests.engine_kit import MODELS, release
 
-EAGLE3 = json.dumps({"method": "eagle3", "model": "acme/eagle3-nopp", "num_speculative_tokens": 2})
-EAGLE3_PP = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 2})
+EAGLE3 = json.dumps({"method": "eagle3", "model": "acme/eagle3-nopp", "num_speculative_tokens": 1})
+EAGLE3_PP = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 1})
 DSPARK = json.dumps({"method": "dspark", "model": "acme/eagle3-pp"})
-EAGLE3_UNREG = json.dumps({"method": "eagle3", "model": "acme/eagle3-unregistered", "num_speculative_tokens": 2})
+EAGLE3_NO_COUNT = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp"})
+NGRAM_NO_COUNT = json.dumps({"method": "ngram", "prompt_lookup_max": 4})
+EAGLE3_UNREG = json.dumps({"method": "eagle3", "model": "acme/eagle3-unregistered", "num_speculative_tokens": 1})
 NGRAM = json.dumps({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 4})
 
 
@@ -41,6 +43,10 @@ CASES = [
     ("draft_pp quiet on a PP draft", {}, "acme/moe-pp",
      ("--pipeline-parallel-size", "2", "--speculative-config", EAGLE3_PP), "ok", None),
     ("draft_pp quiet at PP 1", {}, "acme/moe-pp", ("--speculative-config", EAGLE3), "ok", None),
+    ("token count absent fires", {}, "acme/moe-pp", ("--speculative-config", NGRAM_NO_COUNT),
+     "blocked", "spec_tokens:verify_missing"),
+    ("token count absent, draft config unread: unknown", {}, "acme/moe-pp",
+     ("--speculative-config", EAGLE3_NO_COUNT), "unknown", None),
     ("draft class unregistered, at PP 1 too", {}, "acme/moe-pp", ("--speculative-config", EAGLE3_UNREG),
      "unknown", None),
     ("method legality fires", {}, "acme/moe-pp", ("--speculative-config", DSPARK), "blocked", "spec_method:dspark"),
@@ -124,7 +130,7 @@ def test_mtp_error_on_a_config_rebuilt_without_its_mtp_layers_is_unknown(nextn: 
 
 
 # ------------------------------------------------------------------ issue 16 mechanisms
-EAGLE3_NOPP_TARGET = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 2})
+EAGLE3_NOPP_TARGET = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 1})
 
 
 def _with(k, *, runner: str | None = None, gates: tuple[str, ...] = (), lookups: dict | None = None,

@@ -23,7 +23,7 @@ from compat.verdict.releases import ReleasePool
 from tests.engine_kit import MODELS, release
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "recipes" / "minimal"
-EAGLE3 = json.dumps({"method": "eagle3", "model": "acme/eagle3-nopp", "num_speculative_tokens": 2})
+EAGLE3 = json.dumps({"method": "eagle3", "model": "acme/eagle3-nopp", "num_speculative_tokens": 1})
 
 TAXONOMY = """\
 hardware_profiles:

@@ -22,6 +22,7 @@ from compat.hf import ModelFacts
 from compat.recipes import ServeArgs
 from compat.verdict.findings import Finding
 from compat.verdict.knowledge import Knowledge
+from compat.verdict.spec_tokens import DraftCounts, check as check_counts, counts_from_config
 from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
 from compat.vocab import Status
 
@@ -115,33 +116,21 @@ def resolve_draft(
         [], canonical, {"target": pp, "target_config": pp, "one": 1, "none": None}.get(pp_src)
     )
     pc_ev = f"{pc['file']}:{pc['line']}" if pc else ""
-    if pp_src == "none":
-        res.findings.append(
-            Finding(
-                Status.OK,
-                f"{step}: no draft model, no draft parallel config",
-                "",
-                [pc_ev],
-                key=f"draft:{canonical}",
-            )
-        )
+    if pp_src in ("none", "target_config") and _no_draft_model(
+        k, res, spec, canonical, pp_src, step, pc_ev
+    ):
         return res
-    if pp_src == "target_config" and canonical != "extract_hidden_states":
-        res.findings.append(
-            Finding(
-                Status.OK,
-                f"{step}: the draft is the target itself; PP checked on the target",
-                "",
-                [pc_ev],
-                key=f"draft:{canonical}",
-            )
-        )
-        return res
-    found = _draft_arch(k, models, canonical, method, spec.get("model"), facts, target_config, step)
+    found = _draft_arch(k, models, canonical, method, spec, facts, target_config, step)
     if isinstance(found, Finding):
+        # What the count check decides without the draft config still counts (no model given).
+        counted = check_counts(k, spec, canonical, True, None, step)
+        if counted is not None and counted.status == Status.BLOCKED:
+            res.findings.append(counted)
         res.findings.append(found)
         return res
-    draft_archs, how = found
+    draft_archs, how, counts = found
+    if _count_stops(res, check_counts(k, spec, canonical, True, counts, step)):
+        return res
     inherits = pp_src in ("target", "target_config")
     if draft_archs and facts.architectures:  # no v_draft row for a target whose config is unknown
         res.draft_cap = k.caps.get((platform, draft_archs[0]))
@@ -167,6 +156,41 @@ def resolve_draft(
         )
     )
     return res
+
+
+def _no_draft_model(
+    k: Knowledge,
+    res: DraftResolution,
+    spec: dict[str, Any],
+    canonical: str,
+    pp_src: str,
+    step: str,
+    pc_ev: str,
+) -> bool:
+    """A branch of __post_init__ that builds no draft model of its own (no draft, or the target's
+    parallel config): its count check, then its PP verdict. True when the resolution is done."""
+    if _count_stops(res, check_counts(k, spec, canonical, False, None, step)):
+        return True
+    if pp_src == "target_config" and canonical == "extract_hidden_states":
+        return False  # its draft is ExtractHiddenStatesModel, looked up below
+    text = (
+        "no draft model, no draft parallel config"
+        if pp_src == "none"
+        else "the draft is the target itself; PP checked on the target"
+    )
+    res.findings.append(
+        Finding(Status.OK, f"{step}: {text}", "", [pc_ev], key=f"draft:{canonical}")
+    )
+    return True
+
+
+def _count_stops(res: DraftResolution, found: Finding | None) -> bool:
+    """Record the count check's finding; True when it refuses the config (nothing after it in
+    __post_init__ runs)."""
+    if found is None:
+        return False
+    res.findings.append(found)
+    return found.status == Status.BLOCKED
 
 
 def _without_model(k: Knowledge, spec: dict[str, Any], canonical: str, step: str) -> Finding | None:
@@ -236,24 +260,43 @@ def _draft_arch(
     models: Any,
     canonical: str,
     method: str,
-    model: Any,
+    spec: dict[str, Any],
     facts: ModelFacts,
     target_config: dict[str, Any],
     step: str,
-) -> tuple[list[str], str] | Finding:
-    """(the draft architectures vLLM builds, how) or the finding that stops the check."""
+) -> tuple[list[str], str, DraftCounts] | Finding:
+    """(the draft architectures vLLM builds, how, what its config says of the token count) or
+    the finding that stops the check."""
+    model = spec.get("model")
     if canonical == "extract_hidden_states":
-        return ["ExtractHiddenStatesModel"], "ExtractHiddenStatesConfig"
+        return ["ExtractHiddenStatesModel"], "ExtractHiddenStatesConfig", DraftCounts()
     if canonical == "mtp":
         return _mtp_draft(k, method, facts, target_config, step)
     if canonical in method_tables()["draft_checkpoint_methods"]:
+        if model is None and spec.get("num_speculative_tokens") is not None:
+            # The model-less chain made the target checkpoint the draft (`_without_model`).
+            return [], "", _target_counts(k, facts, target_config)
         return _checkpoint_draft(k, models, canonical, model, step)
-    return [], ""
+    return [], "", DraftCounts.unknown(f"the {canonical} draft config is not read")
+
+
+def _target_counts(k: Knowledge, facts: ModelFacts, target_config: dict[str, Any]) -> DraftCounts:
+    """The counts of a draft built from the target's own checkpoint, after hf_config_override."""
+    runner = k.runner
+    if runner is None or not runner.available:
+        return DraftCounts.unknown(f"hf_config_override of vLLM {k.version} unavailable")
+    if facts.config is None:
+        return DraftCounts.unknown(f"the config of {facts.model_id} is not read")
+    return counts_from_config(target_config, runner.run(target_config), _config_types(k))
+
+
+def _config_types(k: Knowledge) -> list[str]:
+    return list((k.release_facts.get("speculative_token_count") or {}).get("config_types") or [])
 
 
 def _mtp_draft(
     k: Knowledge, method: str, facts: ModelFacts, target_config: dict[str, Any], step: str
-) -> tuple[list[str], str] | Finding:
+) -> tuple[list[str], str, DraftCounts] | Finding:
     runner = k.runner
     if runner is None or not runner.available:
         return Finding(
@@ -292,12 +335,17 @@ def _mtp_draft(
         f"SpeculativeConfig.hf_config_override ({runner.file}:{res.line}) rewrites "
         f"{facts.model_type}/{facts.architectures[0]} -> {archs[0] if archs else '?'}"
     )
-    return archs, how
+    counts = counts_from_config(target_config, res, _config_types(k))
+    if facts.config is None and facts.num_nextn_predict_layers is None:
+        counts = DraftCounts.unknown(
+            f"{facts.model_id}'s config was rebuilt without its MTP layer count (n_predict)"
+        )
+    return archs, how, counts
 
 
 def _checkpoint_draft(
     k: Knowledge, models: Any, canonical: str, model: Any, step: str
-) -> tuple[list[str], str] | Finding:
+) -> tuple[list[str], str, DraftCounts] | Finding:
     dfacts = models.resolve(model) if isinstance(model, str) else None
     spec_cfg = (dfacts.config or {}) if dfacts is not None else {}
     if spec_cfg.get("speculators_model_type") and k.tree is not None:
@@ -312,19 +360,28 @@ def _checkpoint_draft(
                 why,
                 key=f"spec:speculators:{model}:{why}",
             )
-        return rew, (
+        why = f"the speculators config class of {model} may set it"
+        counts = DraftCounts(
+            spec_cfg.get("n_predict"), None, None, {"block_size": why, "model_type": why}
+        )
+        return (
+            rew,
             f"speculators algorithm {spec_cfg['speculators_model_type']!r} "
-            f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}"
+            f"({SPECULATORS_ALGOS}:{line}) sets {rew[0]}",
+            counts,
         )
     if dfacts is None or dfacts.status != "resolved" or not dfacts.architectures:
-        return [], ""
+        return [], "", DraftCounts.unknown(f"draft checkpoint {model!r} unresolved")
     archs = list(dfacts.architectures)
     how = f"draft checkpoint {model} declares {archs[0]}"
     runner = k.runner
+    counts = DraftCounts.unknown(f"the config of draft checkpoint {model!r} is not read")
     if dfacts.config and runner is not None and runner.available:
         # The draft's ModelConfig gets hf_overrides=SpeculativeConfig.hf_config_override too,
         # before any EAGLE wrapping.
         res = runner.run(dict(dfacts.config))
+        if res.status == "ok":
+            counts = counts_from_config(dict(dfacts.config), res, _config_types(k))
         if res.status == "ok" and res.changed and res.architectures:
             archs = list(res.architectures)
             how += (
@@ -336,7 +393,7 @@ def _checkpoint_draft(
         if rew:
             how += f"; EAGLEConfig rewrite (vllm/transformers_utils/configs/eagle.py:{line}) -> {rew[0]}"
             archs = rew
-    return archs, how
+    return archs, how, counts
 
 
 def _mapping(

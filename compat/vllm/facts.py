@@ -588,12 +588,19 @@ def _class_attr_rows(tree: VllmTree, notes: list[str]) -> tuple[list[dict], dict
 
 def _speculative_release_rows(tree: VllmTree) -> list[dict]:
     """SpeculativeConfig's own rules as release facts: the key rewrite before it is built, what
-    __post_init__ does without a draft model, and the fields _verify_args refuses."""
+    __post_init__ does without a draft model, the fields _verify_args refuses, and how it
+    settles num_speculative_tokens."""
+    from compat.vllm.spec_tokens import token_count_rule
     from compat.vllm.speculative import forbidden_fields, spec_key_normalization, without_model_rule
 
     return [
         dict(row, value=json.dumps(row["value"]))
-        for row in (spec_key_normalization(tree), without_model_rule(tree), forbidden_fields(tree))
+        for row in (
+            spec_key_normalization(tree),
+            without_model_rule(tree),
+            forbidden_fields(tree),
+            token_count_rule(tree),
+        )
     ]
 
 

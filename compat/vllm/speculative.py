@@ -252,6 +252,7 @@ class OverrideResult:
     changed: bool = False
     line: int = 0  # line (in speculative.py) of the first statement that rewrote the config
     detail: str = ""
+    counts: dict[str, Any] = field(default_factory=dict)  # n_predict, block_size as set after it
 
 
 class OverrideRunner:
@@ -297,6 +298,12 @@ class OverrideRunner:
             changed,
             first_line,
             "rewrote the config" if changed else "left the config unchanged",
+            {
+                "n_predict": getattr(cfg, "n_predict", None),
+                "block_size": getattr(cfg, "block_size", None)
+                if getattr(cfg, "block_size", None) is not None
+                else getattr(cfg, "dspark_block_size", None),
+            },
         )
 
 
