@@ -116,3 +116,60 @@ def test_a_chain_chosen_by_the_targets_model_type_is_undecided_and_read_where_it
     row = without_model_rule(tree)
     assert row["file"] == "vllm/config/__init__.py"
     assert row["value"]["methods"] is None and row["value"]["undecided"] == 9
+
+
+DSPARK_025 = '''
+class SpeculativeConfig:
+    def __post_init__(self):
+        if self.method == "dspark" and (
+            "Qwen3DSparkModel" not in self.draft_model_config.architectures
+        ):
+            self.draft_model_config.hf_config.model_type = "deepseek_v4"
+            self.draft_model_config.hf_config.architectures = ["DSparkDraftModel"]
+'''
+
+DSPARK_033 = '''
+_OMNI = "Qwen3OmniDSparkModel"
+
+
+class SpeculativeConfig:
+    def __post_init__(self):
+        if (
+            self.method == "dspark"
+            and "DSparkDraftModel" in self.draft_model_config.architectures
+            and self.draft_model_config.hf_config.model_type == "qwen3"
+        ):
+            self.draft_model_config.hf_config.architectures = ["Qwen3DSparkModel"]
+        elif self.method == "dspark" and (
+            "Qwen3DSparkModel" not in self.draft_model_config.architectures
+            and _OMNI not in self.draft_model_config.architectures
+        ):
+            is_v41 = self.target_model_config.hf_config.model_type == "deepseek_v41"
+            draft_hf_config = self.draft_model_config.hf_config
+            draft_hf_config.architectures = ["DSparkV41DraftModel" if is_v41 else "DSparkDraftModel"]
+'''
+
+
+def _spec_tree(tmp_path: Path, source: str):
+    (tmp_path / "vllm" / "config").mkdir(parents=True)
+    (tmp_path / "vllm" / "config" / "speculative.py").write_text(source)
+    return tree_from_path(f"{tmp_path}=9.9.9")
+
+
+def test_dspark_rewrite_of_a_full_target_config(tmp_path):
+    """Golden G7: a DSpark draft built from DeepSeek-V4's own config becomes DSparkDraftModel
+    (its V4.1 twin by the target's model_type), unless it is one of the kept DSpark classes."""
+    from compat.vllm.speculative import dspark_rewrite
+
+    t25 = _spec_tree(tmp_path / "a", DSPARK_025)
+    assert dspark_rewrite(t25, ["DeepseekV4ForCausalLM"], "deepseek_v4")[::2] == (["DSparkDraftModel"], "rewritten")
+    assert dspark_rewrite(t25, ["Qwen3DSparkModel"], "qwen3")[::2] == (["Qwen3DSparkModel"], "kept")
+    t33 = _spec_tree(tmp_path / "b", DSPARK_033)
+    assert dspark_rewrite(t33, ["DeepseekV4ForCausalLM"], "deepseek_v4")[0] == ["DSparkDraftModel"]
+    assert dspark_rewrite(t33, ["DeepseekV4ForCausalLM"], "deepseek_v41")[0] == ["DSparkV41DraftModel"]
+    assert dspark_rewrite(t33, ["Qwen3OmniDSparkModel"], "qwen3")[::2] == (["Qwen3OmniDSparkModel"], "kept")
+    # the target's model_type unknown, or an earlier branch that may take the draft: undecided
+    assert dspark_rewrite(t33, ["DeepseekV4ForCausalLM"], None)[0] is None
+    assert dspark_rewrite(t33, ["DSparkDraftModel"], "qwen3")[0] is None
+    none = _spec_tree(tmp_path / "c", "class SpeculativeConfig:\n    def __post_init__(self):\n        pass\n")
+    assert dspark_rewrite(none, ["X"], "x") == (None, 0, "no DSpark architecture rewrite in this release")

@@ -23,7 +23,13 @@ from compat.recipes import ServeArgs
 from compat.verdict.findings import Finding
 from compat.verdict.knowledge import Knowledge
 from compat.verdict.spec_tokens import DraftCounts, check as check_counts, counts_from_config
-from compat.vllm.speculative import SPECULATORS_ALGOS, eagle_rewrite, speculators_rewrite
+from compat.sources.tree import speculative_file
+from compat.vllm.speculative import (
+    SPECULATORS_ALGOS,
+    dspark_rewrite,
+    eagle_rewrite,
+    speculators_rewrite,
+)
 from compat.vocab import Status
 
 PP_MSG = (
@@ -273,21 +279,50 @@ def _draft_arch(
     if canonical == "mtp":
         return _mtp_draft(k, method, facts, target_config, step)
     if canonical in method_tables()["draft_checkpoint_methods"]:
+        found: tuple[list[str], str, DraftCounts] | Finding
         if model is None and spec.get("num_speculative_tokens") is not None:
             # The model-less chain made the target checkpoint the draft (`_without_model`).
-            return [], "", _target_counts(k, facts, target_config)
-        return _checkpoint_draft(k, models, canonical, model, step)
+            found = _target_draft(k, facts, target_config)
+        else:
+            found = _checkpoint_draft(k, models, canonical, model, step)
+        if canonical == "dspark" and not isinstance(found, Finding) and found[0]:
+            found = _dspark_archs(k, facts, *found)
+        return found
     return [], "", DraftCounts.unknown(f"the {canonical} draft config is not read")
 
 
-def _target_counts(k: Knowledge, facts: ModelFacts, target_config: dict[str, Any]) -> DraftCounts:
-    """The counts of a draft built from the target's own checkpoint, after hf_config_override."""
+def _target_draft(
+    k: Knowledge, facts: ModelFacts, target_config: dict[str, Any]
+) -> tuple[list[str], str, DraftCounts]:
+    """The draft built from the target's own checkpoint: its architectures and counts after
+    hf_config_override."""
     runner = k.runner
-    if runner is None or not runner.available:
-        return DraftCounts.unknown(f"hf_config_override of vLLM {k.version} unavailable")
+    if runner is None or not runner.available or not facts.architectures:
+        why = f"hf_config_override of vLLM {k.version} unavailable"
+        return [], "", DraftCounts.unknown(why)
+    res = runner.run(target_config)
+    if res.status != "ok":
+        return [], "", DraftCounts.unknown(f"hf_config_override on {facts.model_id}: {res.detail}")
+    archs = list(res.architectures) if res.changed else list(facts.architectures)
+    how = f"the target checkpoint {facts.model_id} is the draft ({archs[0] if archs else '?'})"
+    counts = counts_from_config(target_config, res, _config_types(k))
     if facts.config is None:
-        return DraftCounts.unknown(f"the config of {facts.model_id} is not read")
-    return counts_from_config(target_config, runner.run(target_config), _config_types(k))
+        counts = DraftCounts.unknown(f"the config of {facts.model_id} is not read")
+    return archs, how, counts
+
+
+def _dspark_archs(
+    k: Knowledge, facts: ModelFacts, archs: list[str], how: str, counts: DraftCounts
+) -> tuple[list[str], str, DraftCounts]:
+    """__post_init__'s DSpark rewrite of a draft built from a full target config."""
+    if k.tree is None:
+        return [], how, counts
+    new, line, why = dspark_rewrite(k.tree, archs, facts.model_type)
+    if new is None and line:
+        return [], f"{how}; DSpark rewrite ({speculative_file(k.tree)}:{line}): {why}", counts
+    if new is None or new == archs:
+        return archs, how, counts
+    return new, f"{how}; DSpark rewrite ({speculative_file(k.tree)}:{line}) -> {new[0]}", counts
 
 
 def _config_types(k: Knowledge) -> list[str]:

@@ -337,6 +337,113 @@ def eagle_rewrite(
     return None, init.lineno, f"EAGLEConfig has no architecture rewrite for method {method!r}"
 
 
+def _module_constants(mod: ast.Module) -> dict[str, str]:
+    return {
+        st.targets[0].id: st.value.value
+        for st in mod.body
+        if isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Name)
+        and isinstance(st.value, ast.Constant)
+        and isinstance(st.value.value, str)
+    }
+
+
+def _arch_names(test: ast.expr, op: type[ast.cmpop], consts: dict[str, str]) -> list[str]:
+    """Names X in `X <op> self.draft_model_config.architectures` comparisons of `test`."""
+    out: list[str] = []
+    for n in ast.walk(test):
+        if (
+            isinstance(n, ast.Compare)
+            and isinstance(n.ops[0], op)
+            and ast.unparse(n.comparators[0]).endswith("draft_model_config.architectures")
+        ):
+            left = n.left
+            if isinstance(left, ast.Constant) and isinstance(left.value, str):
+                out.append(left.value)
+            elif isinstance(left, ast.Name) and left.id in consts:
+                out.append(consts[left.id])
+    return out
+
+
+def dspark_rewrite(
+    tree: VllmTree, archs: list[str], target_model_type: str | None
+) -> tuple[list[str] | None, int, str]:
+    """`SpeculativeConfig.__post_init__`'s rewrite of a DSpark draft built from a full target
+    config (DeepSeek-V4: "DSpark reuses the full DeepSeek-V4 config"): when none of the
+    architectures the test keeps is the draft's, they become the one it names (`DSparkDraftModel`,
+    or by the target's model_type its V4.1 twin). (new archs, line, why): archs unchanged when
+    the rewrite does not apply, None when the release has none or it cannot be decided."""
+    home = speculative_file(tree)
+    mod = tree.parse(home)
+    post = _method(_class(mod, "SpeculativeConfig") if mod else None, "__post_init__")
+    if mod is None or post is None:
+        return None, 0, "no SpeculativeConfig.__post_init__"
+    consts = _module_constants(mod)
+    parents = {id(c): p for p in ast.walk(post) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(post):
+        if not (
+            isinstance(node, ast.If)
+            and "dspark" in _methods_in_test(node.test)
+            and _arch_names(node.test, ast.NotIn, consts)
+        ):
+            continue
+        new = next(
+            (
+                st.value
+                for st in ast.walk(ast.Module(body=node.body, type_ignores=[]))
+                if isinstance(st, ast.Assign)
+                and isinstance(st.targets[0], ast.Attribute)
+                and st.targets[0].attr == "architectures"
+                and isinstance(st.value, ast.List)
+                and len(st.value.elts) == 1
+            ),
+            None,
+        )
+        if new is None:
+            continue
+        up = parents.get(id(node))
+        if isinstance(up, ast.If) and set(_arch_names(up.test, ast.In, consts)) & set(archs):
+            return None, node.lineno, "an earlier DSpark branch may take this draft"
+        if set(_arch_names(node.test, ast.NotIn, consts)) & set(archs):
+            return list(archs), node.lineno, "kept"
+        name = _pick_arch(new.elts[0], node.body, target_model_type)
+        if name is None:
+            return None, node.lineno, "the rewritten architecture is not decided here"
+        return [name], node.lineno, "rewritten"
+    return None, 0, "no DSpark architecture rewrite in this release"
+
+
+def _pick_arch(value: ast.expr, body: list[ast.stmt], target_model_type: str | None) -> str | None:
+    """`"A"`, or `"A" if flag else "B"` with `flag = (...target_model_config.hf_config.model_type
+    == "t")` set in the same branch."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    if not (
+        isinstance(value, ast.IfExp)
+        and isinstance(value.test, ast.Name)
+        and isinstance(value.body, ast.Constant)
+        and isinstance(value.orelse, ast.Constant)
+    ):
+        return None
+    flag = value.test.id
+    for st in body:
+        if (
+            isinstance(st, ast.Assign)
+            and isinstance(st.targets[0], ast.Name)
+            and st.targets[0].id == flag
+            and isinstance(st.value, ast.Compare)
+            and ast.unparse(st.value.left).endswith("target_model_config.hf_config.model_type")
+            and isinstance(st.value.ops[0], ast.Eq)
+            and isinstance(st.value.comparators[0], ast.Constant)
+        ):
+            if target_model_type is None:
+                return None
+            hit = target_model_type == st.value.comparators[0].value
+            return str(value.body.value if hit else value.orelse.value)
+    return None
+
+
 def _methods_in_test_name(test: ast.expr, name: str) -> list[str]:
     out = []
     for node in ast.walk(test):
@@ -602,6 +709,7 @@ __all__ = [
     "StubConfig",
     "accepted_methods",
     "draft_parallel_facts",
+    "dspark_rewrite",
     "eagle_rewrite",
     "forbidden_fields",
     "spec_key_normalization",
