@@ -148,6 +148,8 @@ UNDECIDED = DraftCounts.unknown("draft checkpoint 'x' unresolved")
     ({"model": "m"}, "draft_model", True, UNDECIDED, Status.UNKNOWN, "spec_tokens:undecided:model_type"),
     # n_predict fills it; without it the release raises
     ({"method": "eagle3", "model": "m"}, "eagle3", True, DraftCounts(n_predict=3), None, None),
+    ({"method": "eagle3", "model": "m"}, "eagle3", True, DraftCounts(n_predict=0), Status.UNKNOWN,
+     "spec_tokens:undecided:zero"),
     ({"method": "eagle3", "model": "m"}, "eagle3", True, NONE, Status.BLOCKED, "spec_tokens:model_missing"),
     ({"method": "eagle3", "model": "m"}, "eagle3", True, UNDECIDED, Status.UNKNOWN,
      "spec_tokens:undecided:n_predict"),
@@ -160,6 +162,9 @@ UNDECIDED = DraftCounts.unknown("draft checkpoint 'x' unresolved")
      Status.BLOCKED, "spec_tokens:divisible:3:2"),
     ({"method": "mtp", "num_speculative_tokens": 4}, "mtp", True, DraftCounts(n_predict=2), None, None),
     ({"method": "mtp", "num_speculative_tokens": 1}, "mtp", True, UNDECIDED, None, None),
+    ({"method": "mtp", "num_speculative_tokens": 2}, "mtp", True, UNDECIDED, None, None),
+    ({"method": "mtp", "num_speculative_tokens": 1}, "mtp", True, DraftCounts(n_predict=0),
+     Status.BLOCKED, "spec_tokens:n_predict_zero"),
     ({"method": "eagle", "num_speculative_tokens": 3, "model": "m"}, "eagle", True, UNDECIDED,
      Status.UNKNOWN, "spec_tokens:undecided:n_predict"),
     ({"method": "dspark", "num_speculative_tokens": 3}, "dspark", True, DraftCounts(n_predict=2), None, None),
@@ -174,7 +179,9 @@ def test_the_count_check(spec, method, model_based, counts, status, key):
 def test_undecided_pieces_of_the_release_are_unknown_never_ok():
     spec = {"method": "eagle3", "model": "m"}
     assert check(_k(found=False), spec, "eagle3", True, NONE, "s").status == Status.UNKNOWN
-    assert check(_k(found=False), {**spec, "num_speculative_tokens": 1}, "eagle3", True, NONE, "s") is None
+    assert check(_k(found=False), {**spec, "num_speculative_tokens": 2}, "eagle3", True, NONE, "s") is None
+    assert check(_k(found=False), {**spec, "num_speculative_tokens": 3}, "eagle3", True, NONE,
+                 "s").status == Status.UNKNOWN
     assert check(_k(other_fills=[77]), spec, "eagle3", True, NONE, "s").status == Status.UNKNOWN
     unless = {"line": 30, "message": "m", "unless": ["speculative_token_tree"]}
     tree_spec = {**spec, "speculative_token_tree": "[(0,)]"}

@@ -27,6 +27,7 @@ CATEGORIES = [
     ("model config unresolved", r"model config of .* unresolved|not in vLLM .*registry"),
     ("argument replay on an unverified argv rewrite", r"not verified for vLLM .*argv rewrite"),
     ("gate undecided", r"^(?:[\w ]+: )?gate [\w.-]+ \(\w+\) may apply"),
+    ("speculative token count (draft n_predict)", r"num_speculative_tokens"),
     ("draft checkpoint unresolved", r"draft checkpoint .* unresolved"),
     ("MTP config", r"hf_config_override|MTP layer count"),
     ("expert count unknown", r"expert count of .* unknown"),

@@ -67,6 +67,10 @@ READ_KEYS = frozenset(
         "speculators_model_type",
         "speculators_config",
         "transformer_layer_config",
+        # SpeculativeConfig fills num_speculative_tokens from the draft's (compat.verdict.spec_tokens)
+        "n_predict",
+        "block_size",
+        "dspark_block_size",
         *EXPERT_KEYS,
         *KV_HEAD_KEYS,
         *TEXT_CONFIG_KEYS,

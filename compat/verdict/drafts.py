@@ -36,6 +36,8 @@ PP_MSG = (
     "Pipeline parallelism is not supported for this model. "
     "Supported models implement the `SupportsPP` interface."
 )
+#: How a user decides a config fact the engine lacks.
+DECIDES = " (a facts lock, --hf-config-dir or the Hub decides it)"
 #: Speculative methods whose draft vLLM derives from the target's own config (hf_config_override).
 TARGET_DRAFTED = frozenset({"mtp"})
 
@@ -307,7 +309,7 @@ def _target_draft(
     how = f"the target checkpoint {facts.model_id} is the draft ({archs[0] if archs else '?'})"
     counts = counts_from_config(target_config, res, _config_types(k))
     if facts.config is None:
-        counts = DraftCounts.unknown(f"the config of {facts.model_id} is not read")
+        counts = DraftCounts.unknown(f"the config.json of {facts.model_id} is not read{DECIDES}")
     return archs, how, counts
 
 
@@ -373,7 +375,7 @@ def _mtp_draft(
     counts = counts_from_config(target_config, res, _config_types(k))
     if facts.config is None and facts.num_nextn_predict_layers is None:
         counts = DraftCounts.unknown(
-            f"{facts.model_id}'s config was rebuilt without its MTP layer count (n_predict)"
+            f"{facts.model_id}'s MTP layer count (the draft's n_predict) is not known{DECIDES}"
         )
     return archs, how, counts
 
@@ -406,11 +408,13 @@ def _checkpoint_draft(
             counts,
         )
     if dfacts is None or dfacts.status != "resolved" or not dfacts.architectures:
-        return [], "", DraftCounts.unknown(f"draft checkpoint {model!r} unresolved")
+        return [], "", DraftCounts.unknown(f"draft checkpoint {model!r} unresolved{DECIDES}")
     archs = list(dfacts.architectures)
     how = f"draft checkpoint {model} declares {archs[0]}"
     runner = k.runner
-    counts = DraftCounts.unknown(f"the config of draft checkpoint {model!r} is not read")
+    counts = DraftCounts.unknown(
+        f"the config.json of draft checkpoint {model!r} is not read{DECIDES}"
+    )
     if dfacts.config and runner is not None and runner.available:
         # The draft's ModelConfig gets hf_overrides=SpeculativeConfig.hf_config_override too,
         # before any EAGLE wrapping.

@@ -17,6 +17,8 @@ from compat.verdict.findings import Finding
 from compat.vocab import Status
 
 TYPE_ERROR = "'>' not supported between instances of 'NoneType' and 'int'"
+#: The least count some n_predict >= 1 fails to divide (3, by 2): 1 and 2 pass any draft.
+MIN_UNDIVIDED = 3
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def check(
     fact = k.release_facts.get("speculative_token_count") or {}
     nst = spec.get("num_speculative_tokens")
     if not fact.get("found"):
-        if nst is None or (model_based and nst != 1):
+        if nst is None or (model_based and nst >= MIN_UNDIVIDED):
             return _unknown(
                 k,
                 f"{step}: how vLLM {k.version} settles num_speculative_tokens is not read "
@@ -85,9 +87,7 @@ def check(
     counts = counts or DraftCounts.unknown("no draft config")
     if nst is None:
         return _absent(k, fact, spec, canonical, model_based, counts, step)
-    if model_based and nst > 1:
-        if canonical == "dspark" and fact.get("dspark_skips_n_predict"):
-            return None
+    if model_based and not (canonical == "dspark" and fact.get("dspark_skips_n_predict")):
         return _divisible(k, fact, nst, counts, step)
     return None
 
@@ -133,6 +133,13 @@ def _absent(
         if name in counts.undecided:
             return _unknown(
                 k, f"{step}: num_speculative_tokens absent; {counts.undecided[name]}", name
+            )
+        if getattr(counts, name) == 0:
+            return _unknown(
+                k,
+                f"{step}: num_speculative_tokens absent; the draft config's {name} "
+                "is 0, which fills a count of 0 (not replayed past that)",
+                "zero",
             )
         if getattr(counts, name) is not None:
             return None  # filled from the draft config
@@ -188,6 +195,8 @@ def _divisible(
     k: Any, fact: dict[str, Any], nst: int, counts: DraftCounts, step: str
 ) -> Finding | None:
     if "n_predict" in counts.undecided:
+        if nst < MIN_UNDIVIDED:
+            return None  # no n_predict of a draft (>= 1) refuses 1 or 2
         return _unknown(
             k,
             f"{step}: num_speculative_tokens={nst} must divide by the draft's n_predict when "
@@ -195,6 +204,16 @@ def _divisible(
             "n_predict",
         )
     n = counts.n_predict
+    if n == 0 and fact.get("divisible"):
+        ev = f"{fact.get('file', '')}:{fact['divisible']['line']}"
+        return Finding(
+            Status.BLOCKED,
+            f"{step}: the draft config's n_predict is 0, and SpeculativeConfig.__post_init__ "
+            f"takes num_speculative_tokens modulo it ({ev})",
+            "ZeroDivisionError: integer modulo by zero",
+            [ev],
+            key="spec_tokens:n_predict_zero",
+        )
     if n is None or n <= 0 or nst <= n or nst % n == 0:
         return None
     div = fact.get("divisible")
