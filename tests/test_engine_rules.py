@@ -131,13 +131,21 @@ def test_mtp_error_on_a_config_rebuilt_without_its_mtp_layers_is_unknown(nextn: 
 
 # ------------------------------------------------------------------ issue 16 mechanisms
 EAGLE3_NOPP_TARGET = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 1})
+LOCAL_ARGMAX = json.dumps({"method": "eagle3", "model": "acme/eagle3-pp", "num_speculative_tokens": 1,
+                           "use_local_argmax_reduction": True})
+LOCAL_ARGMAX_PROB = json.dumps({**json.loads(LOCAL_ARGMAX), "draft_sample_method": "probabilistic"})
+LOCAL_ARGMAX_GREEDY = json.dumps({**json.loads(LOCAL_ARGMAX), "draft_sample_method": "greedy"})
 
 
 def _with(k, *, runner: str | None = None, gates: tuple[str, ...] = (), lookups: dict | None = None,
           eagle3_target: bool | None = None, cap: dict | None = None, command: str | None = "vllm/scripts.py",
-          server: str | None = "vllm/entrypoints/openai/api_server.py"):
-    """A release with the runner it starts, verified gates, and where it looks reasoning parsers up."""
+          server: str | None = "vllm/entrypoints/openai/api_server.py", top_tokens: tuple[str, ...] | None = None):
+    """A release with the runner it starts, verified gates, where it looks reasoning parsers up, and
+    the classes with `get_top_tokens` (None: not scanned)."""
     k.release_facts["serve_command"] = {"module": command, "server": server}
+    if top_tokens is not None:
+        k.release_facts["class_attr_scans"] = {"get_top_tokens": "ok"}
+        k.class_attrs["get_top_tokens"] = [{"class_name": c, "file": "vllm/models/x.py"} for c in top_tokens]
     if runner is not None:
         k.release_facts["runner_default"] = {"mode": runner}
     for g in gates:
@@ -202,6 +210,24 @@ MECHANISMS = [
     ("no vllm command", dict(command=None), ("-tp", "1"), "blocked", "arg:no-vllm-command"),
     ("a tree showing neither the command nor the server decides nothing", dict(command=None, server=None),
      ("-tp", "1"), "ok", None),
+    # what the drafter demands when it loads the draft: get_top_tokens() for local argmax reduction
+    ("local argmax on a draft without get_top_tokens", dict(runner="v1", gates=("local-argmax-needs-top-tokens",),
+                                                          top_tokens=("PPModel",)),
+     ("--speculative-config", LOCAL_ARGMAX), "blocked", "gate:local-argmax-needs-top-tokens"),
+    ("local argmax on a draft with get_top_tokens", dict(runner="v1", gates=("local-argmax-needs-top-tokens",),
+                                                       top_tokens=("Eagle3PP",)),
+     ("--speculative-config", LOCAL_ARGMAX), "ok", None),
+    ("local argmax, draft methods not scanned: unknown", dict(runner="v1", gates=("local-argmax-needs-top-tokens",)),
+     ("--speculative-config", LOCAL_ARGMAX), "unknown", None),
+    ("no local argmax: nothing demanded", dict(runner="v1", gates=("local-argmax-needs-top-tokens",)),
+     ("--speculative-config", EAGLE3_NOPP_TARGET), "ok", None),
+    ("V2: local argmax with probabilistic drafts", dict(runner="v2", gates=("local-argmax-probabilistic-v2",)),
+     ("--speculative-config", LOCAL_ARGMAX_PROB), "blocked", "gate:local-argmax-probabilistic-v2"),
+    ("V2: local argmax with greedy drafts", dict(runner="v2", gates=("local-argmax-probabilistic-v2",)),
+     ("--speculative-config", LOCAL_ARGMAX_GREEDY), "ok", None),
+    ("V2: local argmax, sampling left to the default: undecided", dict(runner="v2",
+                                                                      gates=("local-argmax-probabilistic-v2",)),
+     ("--speculative-config", LOCAL_ARGMAX), "unknown", None),
     # an unverified argv rewrite: argparse's unique prefixes, ambiguous ones unknown
     ("a unique abbreviation is the option", {}, ("--tensor-par", "8"), "ok", None),
     ("an ambiguous abbreviation is unknown", {}, ("--data-parallel", "2"), "unknown", None),

@@ -59,6 +59,17 @@ def aux_over_pp(k: Any, cap: dict[str, Any]) -> bool | None:
     return bool(mods & files)
 
 
+def has_top_tokens(k: Any, cap: dict[str, Any]) -> bool | None:
+    """Does the draft class (or a base) define `get_top_tokens`? None when not scanned here."""
+    if (k.release_facts.get("class_attr_scans") or {}).get("get_top_tokens") != "ok":
+        return None
+    name = (cap.get("class_path") or "").rsplit(".", 1)[-1]
+    return any(
+        c["class_name"] == name and c["file"] == cap.get("file")
+        for c in k.class_attrs.get("get_top_tokens", [])
+    )
+
+
 def returns_lse(k: Any, facts: Any) -> bool | None:
     """Does the attention impl vLLM would pick return the softmax LSE (needed by DCP)?"""
     if (k.release_facts.get("class_attr_scans") or {}).get("can_return_lse_for_decode") != "ok":
@@ -128,6 +139,7 @@ def context(
         "async_scheduling": "--async-scheduling" in flags,
         "elastic_ep": "--enable-elastic-ep" in flags,
         "adaptive_verification": bool(spec.get("enable_adaptive_verification", False)),
+        "local_argmax": bool(spec.get("use_local_argmax_reduction", False)),
         "model_runner_forced": False,  # recipes' env is not modelled; VLLM_USE_V2_MODEL_RUNNER unset
         "lora": "--enable-lora" in flags,
         "eplb": "--enable-eplb" in flags,
@@ -164,11 +176,15 @@ def context(
             ctx["distributed_executor_backend"] = t.value
     if draft_pp is not None:
         ctx["draft_pp"] = draft_pp
+    if "draft_sample_method" in spec:  # else the release's default decides: undecided here
+        ctx["draft_sample_method"] = spec["draft_sample_method"]
     if draft_cap is not None:
         ctx["draft"] = {
             "supports_pp": draft_cap.get("supports_pp"),
             "is_moe": draft_cap.get("is_moe"),
+            "has_get_top_tokens": has_top_tokens(k, draft_cap),
         }
+        ctx["draft_class"] = (draft_cap.get("class_path") or "").rsplit(".", 1)[-1]  # messages
     runner = choose_runner(k, ctx, facts, cap, args)
     if runner is not None:
         ctx["model_runner"] = runner

@@ -558,9 +558,17 @@ def _gate_rows(tree: VllmTree) -> list[dict]:
 def _class_attr_rows(tree: VllmTree, notes: list[str]) -> tuple[list[dict], dict]:
     """The classes that set a scanned attribute, and the release row saying which scans ran: no
     rows for an attribute means "none set it" only when its scan ran."""
-    from compat.vllm.gates import extract_aux_over_pp_classes, extract_lse_impls
+    from compat.vllm.gates import (
+        extract_aux_over_pp_classes,
+        extract_lse_impls,
+        extract_top_tokens_classes,
+    )
 
-    scans = (extract_lse_impls(tree), extract_aux_over_pp_classes(tree))
+    scans = (
+        extract_lse_impls(tree),
+        extract_aux_over_pp_classes(tree),
+        extract_top_tokens_classes(tree),
+    )
     scans_row = {
         "key": "class_attr_scans",
         "value": json.dumps({x.attr: x.status for x in scans}),

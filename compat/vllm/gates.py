@@ -64,14 +64,16 @@ Booleans:
   or ``--data-parallel-rank`` given), ``async_scheduling`` (``--async-scheduling``
   explicitly on), ``elastic_ep``, ``adaptive_verification``,
   ``model_runner_forced`` (``VLLM_USE_V2_MODEL_RUNNER`` set explicitly), ``lora``
-  (``--enable-lora``), ``eplb`` (``--enable-eplb``).
+  (``--enable-lora``), ``eplb`` (``--enable-eplb``), ``local_argmax``
+  (``speculative_config.use_local_argmax_reduction``).
 
 Strings (a scalar means equality, a list means one of, ``{not_in: [...]}`` means
 none of, ``null`` means "not set"):
 
 * ``spec_method`` (``speculative_config.method``, ``null`` without spec decode),
   ``kv_connector``, ``kv_role``, ``mm_encoder_tp_mode``, ``model_runner`` (``v1`` or
-  ``v2``: the runner vLLM ends up using), ``distributed_executor_backend``.
+  ``v2``: the runner vLLM ends up using), ``distributed_executor_backend``,
+  ``draft_sample_method`` (``speculative_config.draft_sample_method``).
 
 Capabilities (mapping of capability -> required bool):
 
@@ -84,7 +86,9 @@ Capabilities (mapping of capability -> required bool):
   ``can_return_lse_for_decode``, see `extract_lse_impls`), ``supports_lora`` and
   ``is_moe_class`` (the class: SupportsLoRA, MixtureOfExperts in its MRO; ``is_moe`` is the
   HF config's expert count).
-* ``draft``: the same keys for the draft architecture (``supports_pp``, ``is_moe``).
+* ``draft``: the same keys for the draft architecture (``supports_pp``, ``is_moe``), and
+  ``has_get_top_tokens`` (the class or a base defines ``get_top_tokens``, see
+  `extract_top_tokens_classes`).
 * ``installed``: optional packages, ``{arctic_inference: false}``.
 
 Composition:
@@ -405,6 +409,7 @@ _BOOLEAN = (
     "auto_tool_choice",
     "tool_call_parser_set",
     "attention_backend_known",
+    "local_argmax",
 )
 _STRING = (
     "spec_method",
@@ -413,6 +418,7 @@ _STRING = (
     "mm_encoder_tp_mode",
     "model_runner",
     "distributed_executor_backend",
+    "draft_sample_method",
 )
 _CAPS = ("target", "draft", "installed")
 
@@ -787,6 +793,10 @@ def _class_attr_facts(
     true_fact = None
     others = []
     for st in node.body:
+        if isinstance(st, ast.FunctionDef) and st.name == attr:
+            # A method of that name: `hasattr(model, attr)` holds (scans of methods).
+            true_fact = ClassAttrFact(node.name, rel, st.lineno, "def", "method")
+            continue
         value = _class_level_value(st, attr)
         if value is None:
             continue
@@ -882,6 +892,18 @@ def extract_lse_impls(tree: VllmTree) -> ClassAttrScan:
             "can_return_lse_for_decode",
             ("vllm/v1/attention/backends",),
             default_file="vllm/v1/attention/backend.py",
+        )
+
+
+def extract_top_tokens_classes(tree: VllmTree) -> ClassAttrScan:
+    """Model classes with a `get_top_tokens` method (own or inherited, e.g. LocalArgmaxMixin): the
+    drafter's `use_local_argmax_reduction` check is `hasattr(self.model, "get_top_tokens")`."""
+    with no_gc():
+        return _class_attr_scan(
+            tree,
+            "get_top_tokens",
+            ("vllm/model_executor/models", "vllm/models"),
+            default_file="vllm/model_executor/models/interfaces.py",
         )
 
 
