@@ -24,7 +24,7 @@ from compat.scan import release_facts
 from compat.sources.pypi import tree_from_index, versions_on_index
 from compat.verdict.engine import Outcome
 from compat.verdict.releases import ReleasePool, final_releases
-from compat.vocab import STARTS, release_key, resolve_pin, status_rank, worst
+from compat.vocab import NOT_BLOCKED, STARTS, release_key, resolve_pin, status_rank, worst
 
 Progress = Callable[[str], None]
 
@@ -35,6 +35,9 @@ class BisectResult:
     searched: list[str]  # candidate releases, oldest first
     visited: dict[str, str] = field(default_factory=dict)  # release -> worst status
     first_ok: str | None = None
+    # With no first working release: the first where no command is known to fail any more (its
+    # verdict `unknown`: a fact the engine lacks decides), and what changed there.
+    first_clear: str | None = None
     last_blocked: str | None = None
     why_blocked: list[str] = field(default_factory=list)
     why_ok: list[str] = field(default_factory=list)
@@ -115,16 +118,28 @@ def bisect(
         res.why_ok = _chain(_outcomes(pool, pin, combos))
         return res
     res.first_ok = pool.first_release(pin, starts, until=last)
-    if res.first_ok is None:
+    found = res.first_ok
+    if found is None:
+
+        def clear(version: str) -> bool | None:
+            return None if starts(version) is None else res.visited[version] in NOT_BLOCKED
+
+        res.first_clear = found = pool.first_release(pin, clear, until=last)
+    if found is None:
         res.last_blocked = span[-1]
         res.note = f"still {res.visited.get(span[-1], 'unknown')} at {span[-1]}"
         res.why_blocked = _chain(_outcomes(pool, span[-1], combos))
         return res
-    before = [v for v in res.visited if release_key(v) < release_key(res.first_ok)]
+    before = [v for v in res.visited if release_key(v) < release_key(found)]
     res.last_blocked = max(before, key=release_key)
     res.why_blocked = _chain(_outcomes(pool, res.last_blocked, combos), worst_only=True)
-    res.why_ok = _chain(_outcomes(pool, res.first_ok, combos))
-    res.changes = _changes(res.why_blocked, res.last_blocked, res.first_ok)
+    res.why_ok = _chain(_outcomes(pool, found, combos))
+    res.changes = _changes(res.why_blocked, res.last_blocked, found)
+    if res.first_clear:
+        res.note = (
+            f"no release is known to start it; from {found} no command is known to fail, and "
+            "there the verdict is unknown (a fact decides it)"
+        )
     return res
 
 
@@ -211,14 +226,18 @@ def render(r: BisectResult) -> str:
         lines.append(r.note)
     if r.first_ok and r.last_blocked:
         lines.append(f"first working release: {r.first_ok} (last blocked: {r.last_blocked})")
+    if r.first_clear and r.last_blocked:
+        lines.append(
+            f"first release not known to fail: {r.first_clear} (last blocked: {r.last_blocked})"
+        )
     if r.why_blocked:
         lines.append(f"blocked at {r.last_blocked}:")
         lines += [f"  {s}" for s in r.why_blocked]
     if r.changes:
         lines.append("what changed:")
         lines += [f"  {s}" for s in r.changes]
-    if r.why_ok and r.first_ok:
-        lines.append(f"at {r.first_ok}:")
+    if r.why_ok and (r.first_ok or r.first_clear):
+        lines.append(f"at {r.first_ok or r.first_clear}:")
         lines += [f"  {s}" for s in r.why_ok]
     return "\n".join(lines) + "\n"
 

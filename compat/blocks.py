@@ -312,6 +312,7 @@ def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook, block: Bl
                 fix_why=p.why,
                 fix_edits=dumps(p.edits),
                 works_from=p.works_from,
+                clear_from=p.clear_from,
             )
     _locate(j, path, book.rows + block.gates)
 

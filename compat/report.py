@@ -130,7 +130,9 @@ def causes(db_path: Path) -> list[dict[str, Any]]:
                     "fix",
                     "fix_why",
                     "works_from",
+                    "clear_from",
                 )
+                if k in r
             }
             entry.update(
                 message=r["message"],
@@ -183,7 +185,13 @@ def cause_line(c: dict[str, Any]) -> str:
         if c["fix_kind"] not in ("", "none")
         else f"no automatic fix: {c['fix_why'] or 'not planned'}"
     )
-    works = f"; works from {c['works_from']}" if c["works_from"] else ""
+    works = (
+        f"; works from {c['works_from']}"
+        if c["works_from"]
+        else f"; not known to fail from {c['clear_from']} (unknown there)"
+        if c.get("clear_from")
+        else ""
+    )
     return f"{c['recipe']}:{c['line']}: {c['label']} blocks {scope}: {_one(c['finding'])}{works}. {fix}"
 
 

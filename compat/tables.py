@@ -521,6 +521,11 @@ class CauseRow:
     works_from: str = col(
         "First release on the index where every command it blocks starts.", default=""
     )
+    clear_from: str = col(
+        "With no release known to start them: the first where none of the commands it blocks is "
+        "known to fail (there the verdict is unknown: a missing fact decides).",
+        default="",
+    )
     fix_kind: str = col(
         "gate, mode_variants, pin_bump, spelling, strategy, ungate or none ('' = not planned).",
         default="",

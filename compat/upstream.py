@@ -102,7 +102,7 @@ def upstream_causes(db_path: Path) -> list[dict[str, Any]]:
         linked = db.dicts(
             """
             select c.id, c.recipe, c.label, c.line, c.finding, c.finding_keys, c.works_from,
-                   c.fix_kind, c.fix, v.vllm_version, v.strategy, v.feature, v.mode, v.gated,
+                   c.clear_from, c.fix_kind, c.fix, v.vllm_version, v.strategy, v.feature, v.mode, v.gated,
                    v.model_id, m.argv
             from cause c join verdict_cause vc on vc.cause_id = c.id
             join verdict v on v.id = vc.verdict_id left join command m on m.id = v.command_id
@@ -113,13 +113,22 @@ def upstream_causes(db_path: Path) -> list[dict[str, Any]]:
     for r in linked:
         entry = out.get(r["id"])
         if entry is None:
-            rule = classify(_keys(r["finding_keys"]), r["works_from"] or "")
+            rule = classify(_keys(r["finding_keys"]), r["works_from"] or r["clear_from"] or "")
             if rule is None:
                 out[r["id"]] = {}
                 continue
             entry = out[r["id"]] = {
                 k: r[k]
-                for k in ("recipe", "label", "line", "finding", "works_from", "fix_kind", "fix")
+                for k in (
+                    "recipe",
+                    "label",
+                    "line",
+                    "finding",
+                    "works_from",
+                    "clear_from",
+                    "fix_kind",
+                    "fix",
+                )
             } | {
                 "rule": rule.id,
                 "title": rule.title.format(method=_method(r["argv"]) or "speculative"),
@@ -157,7 +166,11 @@ def upstream_line(e: dict[str, Any]) -> str:
     f = e["first"]
     feature = f["feature"] + (f":{f['mode']}" if f["mode"] else "")
     works = (
-        f"first working release {e['works_from']}" if e["works_from"] else "no release starts it"
+        f"first working release {e['works_from']}"
+        if e["works_from"]
+        else f"no release is known to start it; none is known to fail from {e['clear_from']}"
+        if e.get("clear_from")
+        else "no release starts it"
     )
     gated = " (all gated)" if e["gated"] == e["rows"] else ""
     quoted = feature or "''"
@@ -185,7 +198,9 @@ def issue(db_path: Path, model: str, strategy: str, feature: str, vllm: str | No
             if r["status"] != "blocked":
                 continue
             for c in _row_causes(db_path, r["id"]):
-                rule = classify(_keys(c["finding_keys"]), c["works_from"] or "")
+                rule = classify(
+                    _keys(c["finding_keys"]), c["works_from"] or c.get("clear_from") or ""
+                )
                 if rule is not None and c["recipe"] == r["recipe"]:
                     same = [
                         x for x in rows if x["status"] == "blocked" and x["cause_id"] == c["id"]
@@ -263,7 +278,7 @@ def _report(db_path: Path, r: dict[str, Any], cause: dict[str, Any], rule: Rule,
         _repro(rule, args, r, release).rstrip(),
         "```",
         "",
-        *_releases(db_path, r, works),
+        *_releases(db_path, r, works, "" if works else cause.get("clear_from") or ""),
         *_evidence(r, release),
         "## Recipe-side workaround",
         "",
@@ -324,19 +339,28 @@ def _repro(rule: Rule, args: Any, r: dict[str, Any], release: str) -> str:
     )
 
 
-def _releases(db_path: Path, r: dict[str, Any], works: str) -> list[str]:
+def _releases(db_path: Path, r: dict[str, Any], works: str, clear: str = "") -> list[str]:
     out = ["## Releases verified", "", "| vLLM | verdict |", "| --- | --- |"]
     history = dict(_history(db_path, r))
     if works and works not in history:
         history[works] = "starts (bisected)"
+    if clear and clear not in history:
+        history[clear] = "not known to fail (bisected)"
     out += [f"| {v} | {history[v]} |" for v in sorted(history, key=release_key)]
     out.append("")
-    out.append(
-        f"First release on the package index where it starts: **{works}** (found by "
-        "bisection over the index; the table lists the releases the build stored)."
-        if works
-        else "No release on the package index starts it."
-    )
+    if works:
+        out.append(
+            f"First release on the package index where it starts: **{works}** (found by "
+            "bisection over the index; the table lists the releases the build stored)."
+        )
+    elif clear:
+        out.append(
+            f"No release on the package index is known to start it. From **{clear}** it is no "
+            "longer known to fail (found by bisection over the index): the verdict there is "
+            "`unknown`, because a fact the static read lacks decides it."
+        )
+    else:
+        out.append("No release on the package index starts it.")
     return [*out, ""]
 
 

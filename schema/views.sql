@@ -67,7 +67,7 @@ SELECT c.recipe, c.kind AS cause_kind, c.label AS cause, c.element, c.mode, c.fi
        COUNT(DISTINCT v.variant) AS variants,
        COUNT(DISTINCT v.hardware) AS hardware,
        GROUP_CONCAT(DISTINCT v.vllm_version) AS releases,
-       c.works_from
+       c.works_from, c.clear_from
 FROM cause c
 JOIN verdict_cause vc ON vc.cause_id = c.id
 JOIN verdict v ON v.id = vc.verdict_id AND v.judged = 1 AND v.gated = 0

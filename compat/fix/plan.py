@@ -19,7 +19,7 @@ from compat.fix import gate, mode_variants, pin_bump, spelling, strategy, wordin
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit, apply
 from compat.fix.rejudge import describe, rejudge
-from compat.vocab import release_key
+from compat.vocab import NOT_BLOCKED, release_key
 
 
 @dataclass
@@ -31,6 +31,7 @@ class Planned:
     edits: list[Edit] = field(default_factory=list)
     why: str = ""  # for `none`: why each fixer declined; else notes to check by hand
     works_from: str = ""  # first release where every command it blocks starts ('' = none known)
+    clear_from: str = ""  # with none known to start: the first where none is known to fail
 
 
 def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
@@ -84,6 +85,8 @@ def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
                 p.note,
                 works_from=p.works_from or works_from[cid] or "",
             )
+        if not works_from[cid]:
+            out[cid].clear_from = _first_clear(blocked[cid], ctx) or ""
     return out
 
 
@@ -229,6 +232,12 @@ def _gone_later(pool: Any, release: str, c: Any, key: str) -> bool:
 
 def _first_working(rows: list[Row], ctx: Context) -> str | None:
     return ctx.pool.first_working(rows[0].release, [r.combo for r in rows])
+
+
+def _first_clear(rows: list[Row], ctx: Context) -> str | None:
+    """The first release where none of `rows` is known to fail (unknown there: a missing fact
+    decides), for a cause no release is known to start."""
+    return ctx.pool.first_working(rows[0].release, [r.combo for r in rows], accept=NOT_BLOCKED)
 
 
 def _plan_bump(
