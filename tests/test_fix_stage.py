@@ -484,3 +484,34 @@ def test_the_follow_up_plans_again_until_nothing_new(monkeypatch) -> None:
     assert seen == [["0.5.2"], ["0.6.0"], ["0.11.1"]]
     assert planmod._merge([kept[7]])[0].value == "0.11.1"
     assert kept[7].summary == "bump to 0.5.2; there, bump to 0.6.0; bump to 0.11.1"
+
+
+def test_rejudge_at_explicit_releases_compares_each_row_with_its_own_release(tmp_path: Path) -> None:
+    """Judged at 0.1.0 and 0.2.0 together, a command that starts at 0.2.0 and fails at 0.1.0 is not
+    'broken' by a gate that leaves it as it was at both (it was read against every release)."""
+    from compat.fix.context import Case
+    from compat.fix.edits import Edit
+    from compat.fix.rejudge import rejudge
+    from compat.recipes.repo import Recipe
+
+    root = checkout(tmp_path, recipe(f"""\
+        spec_decoding:
+          description: eagle3
+          args: ["--speculative-config", '{EAGLE3}']
+        newer:
+          description: a flag 0.2.0 adds
+          args: ["--newflag"]
+        """, opt_in="[spec_decoding, newer]"))
+    repo = load_repo(root)
+    judges = {"0.1.0": Judge(release("0.1.0"), MODELS),
+              "0.2.0": Judge(release("0.2.0", flags=("--newflag",)), MODELS)}
+    pool = ReleasePool(judges, MODELS)
+    rows = [Row(c, v, judges[v].judge(c), (), {}) for c in enumerate_repo(repo).combinations for v in judges]
+    newer = [r for r in rows if r.combo.feature == "newer" and r.combo.strategy == "single_node_tp"]
+    assert {r.release: r.outcome.status for r in newer} == {"0.1.0": "blocked", "0.2.0": "ok"}
+    path = "models/acme/x.yaml"
+    case = Case(path, Recipe(path, repo.recipes[path].data), rows, {}, pinned=False)
+    ctx = Context(repo, pool, lambda pin: pin if pin in judges else None)
+    gate = [Edit("set", ("features", "spec_decoding", "strategies"), ["single_node_tp", "multi_node_tp"])]
+    result = rejudge(case, gate, [], ctx, releases=["0.1.0", "0.2.0"])
+    assert not any(k[3] == "newer" for k in result.broken), result.broken

@@ -55,22 +55,23 @@ def rejudge(
     """
     recipe = Recipe(case.path, apply(case.recipe.data, edits))
     repo = replace(ctx.repo, recipes={**ctx.repo.recipes, case.path: recipe})
-    after: dict[Key, tuple[list[Outcome], bool]] = {}
+    after: dict[Key, tuple[dict[str, Outcome], bool]] = {}
     for c in enumerate_recipe(repo, recipe):
         at = releases or [ctx.release_for(c.vllm_pin, case.rows[0].release)]
-        outcomes = [o for release in at if (o := ctx.pool.outcome(release, c)) is not None]
+        at_release = {v: o for v in at if (o := ctx.pool.outcome(v, c)) is not None}
         for p in c.profiles or (c.hardware,):
             after[("", c.variant, c.strategy, c.feature, c.mode, c.platform, p)] = (
-                outcomes,
+                at_release,
                 c.gated,
             )
     result = Result()
     for row, finding_keys in targets:
         for key in keys(row):
-            outcomes, gated = after.get(key, ([], False))
+            by_release, gated = after.get(key, ({}, False))
             if key not in after or gated:
                 result.fixed.add(key)
                 continue
+            outcomes = list(by_release.values())
             left = [k for k in finding_keys if any(("blocked", k) in o.keys for o in outcomes)]
             if left or not outcomes:
                 result.still_blocked[key] = left[0] if left else "not judged"
@@ -80,7 +81,14 @@ def rejudge(
         if not r.starts:
             continue
         for key in keys(r):
-            outcomes, gated = after.get(key, ([], False))
+            by_release, gated = after.get(key, ({}, False))
+            # What started at a release must start there still (not at every release judged:
+            # a command that starts at 0.33.0 may fail at 0.23.0 before and after the fix).
+            outcomes = (
+                [o for v, o in by_release.items() if v == r.release]
+                if releases
+                else list(by_release.values())
+            )
             if (
                 key not in after
                 or gated
