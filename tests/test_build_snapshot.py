@@ -29,8 +29,11 @@ def rows(db: Path, sql: str) -> list[dict]:
     return json.loads(r.stdout)
 
 
-def test_glm52_pp_mtp_blocked_on_023_works_from_030(built):
-    """works_from is the first release on the index that starts it (0.30.0), not the next scanned one."""
+def test_glm52_pp_mtp_blocked_on_023_clear_from_030(built):
+    """Blocked by the draft's PP up to 0.29.x; from 0.30.0 (the first release on the index, not the
+    next scanned one) that failure is gone. Whether the command then starts depends on the MTP
+    layer count (the draft's n_predict must divide num_speculative_tokens=5 when below it), which
+    offline facts do not hold: unknown there, never ok, and no release is known to start it."""
     got = rows(built, "SELECT v.vllm_version, v.status, v.message, v.evidence, f.works_from FROM v_verdict v "
                       "JOIN v_finding f USING (vllm_version, platform, hardware, recipe, variant, strategy, feature, mode) "
                       "WHERE v.recipe='models/zai-org/GLM-5.2.yaml' AND v.strategy='multi_node_tp_pp' "
@@ -39,16 +42,21 @@ def test_glm52_pp_mtp_blocked_on_023_works_from_030(built):
     assert at023 and all(r["status"] == "blocked" for r in at023)
     assert all("Pipeline parallelism is not supported for this model" in r["message"] for r in at023)
     assert all("vllm/model_executor/models/deepseek_mtp.py" in r["evidence"] for r in at023)
-    assert all(r["works_from"] == "0.30.0" for r in at023)
-    ok033 = rows(built, "SELECT status FROM v_verdict WHERE recipe='models/zai-org/GLM-5.2.yaml' AND "
+    assert all(r["works_from"] == "" for r in at023)
+    cause = rows(built, "SELECT works_from, clear_from FROM cause WHERE recipe='models/zai-org/GLM-5.2.yaml' "
+                        "AND label='spec_decoding:mtp'")
+    assert cause and all((c["works_from"], c["clear_from"]) == ("", "0.30.0") for c in cause), cause
+    at033 = rows(built, "SELECT status, reason FROM v_verdict WHERE recipe='models/zai-org/GLM-5.2.yaml' AND "
                         "strategy='multi_node_tp_pp' AND feature='spec_decoding' AND mode='mtp' AND vllm_version='0.33.0'")
-    assert ok033 and all(r["status"] == "ok" for r in ok033)
+    assert at033 and all(r["status"] == "unknown" and "MTP layer count" in r["reason"] for r in at033), at033[:2]
 
 
 def test_base_command_and_other_strategies_not_blocked_by_spec(built):
-    got = rows(built, "SELECT DISTINCT status FROM v_verdict WHERE recipe='models/zai-org/GLM-5.2.yaml' "
+    """MTP without PP is not blocked at 0.23.0; it is unknown only on the MTP layer count."""
+    got = rows(built, "SELECT DISTINCT status, reason FROM v_verdict WHERE recipe='models/zai-org/GLM-5.2.yaml' "
                       "AND strategy='multi_node_tp' AND feature='spec_decoding' AND mode='mtp' AND vllm_version='0.23.0'")
-    assert {r["status"] for r in got} <= {"ok", "warning"}
+    assert got and {r["status"] for r in got} <= {"ok", "warning", "unknown"}
+    assert all(r["status"] != "unknown" or "num_speculative_tokens" in r["reason"] for r in got), got
 
 
 def test_check_exits_1_and_groups_by_recipe(built):
@@ -72,12 +80,15 @@ def test_explain_reads_like_a_bug_report(built):
 
 def test_applied_fixes_leave_no_blocked_row_of_a_fixed_cause(built, snapshot, tmp_path):
     """Judged at 0.23.0 and 0.33.0 together, a fix may take nothing away that starts at either
-    release: GLM-5.2's mtp on PP starts at 0.33.0, so no gate; what has a fix is gone after apply."""
+    release: GLM-5.2's mtp on PP is not known to start at 0.33.0 (the MTP layer count decides), so
+    its gate is kept, saying what unknown commands it also hides; what has a fix is gone after
+    apply."""
     copy = tmp_path / "recipes"
     shutil.copytree(snapshot, copy)
     before = json.loads(run("check", "--db", str(built), "--format", "json").stdout)
     glm = [c for c in before["causes"] if c["recipe"] == "models/zai-org/GLM-5.2.yaml" and c["label"] == "spec_decoding:mtp"]
-    assert glm and glm[0]["fix_kind"] == "none" and "starts on multi_node_tp_pp" in glm[0]["fix_why"], glm
+    assert glm and glm[0]["fix_kind"] == "gate" and "whose verdict is unknown" in glm[0]["fix_why"], glm
+    assert glm[0]["clear_from"] == "0.30.0"
     r = run("overrides", "--db", str(built), "--apply", str(copy))
     assert r.returncode == 0, r.stderr
     db2 = tmp_path / "after.db"
@@ -100,23 +111,31 @@ def test_diff_shows_the_release_change_that_fixed_pp_mtp(built):
     glm = [x for x in d["drafts"] if x["platform"] == "cuda" and x["target"] == "glm_moe_dsa"][0]
     assert glm["from"]["draft_supports_pp"] == 0 and glm["to"]["draft_supports_pp"] == 1
     fixed = d["verdicts"]["by_recipe"]["models/zai-org/GLM-5.2.yaml"]
+    # blocked at 0.23.0; at 0.33.0 the MTP layer count (unknown offline) decides
     assert any(i["strategy"] == "multi_node_tp_pp" and i["mode"] == "mtp" and i["before"] == "blocked"
-               and i["after"] == "ok" for i in fixed)
+               and i["after"] == "unknown" for i in fixed)
     assert "dspark" in d["spec_methods"]["added"]
     text = run("diff", "0.23.0", "0.33.0", "--db", str(built)).stdout
-    assert "now working (fixed)" in text and "draft parallel config for mtp" in text
+    assert "no longer known to fail (now unknown)" in text and "draft parallel config for mtp" in text
+    assert "models/zai-org/GLM-5.2.yaml multi_node_tp_pp spec_decoding:mtp" in text
 
 
 def test_bisect_finds_first_working_release_and_the_change(snapshot):
+    """No release is known to start GLM-5.2's PP MTP offline (the MTP layer count decides at
+    0.30.0 and later): bisect names the first release where it is no longer known to fail, and the
+    release change that removed the failure."""
     r = run("bisect", "zai-org/GLM-5.2", "multi_node_tp_pp", "spec_decoding:mtp", "--recipes", str(snapshot),
             "--from", "0.23.0", "--to", "0.33.0", "--format", "json")
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    first = res["first_ok"]
-    assert res["visited"][first] == "ok" and res["visited"][res["last_blocked"]] == "blocked"
+    assert res["first_ok"] is None
+    first = res["first_clear"]
+    assert first == "0.30.0"
+    assert res["visited"][first] == "unknown" and res["visited"][res["last_blocked"]] == "blocked"
     assert len(res["visited"]) < len(res["searched"])  # only what the search needs
     # the explanation names the fact that changed at that release
     assert any("create_draft_parallel_config" in c or "supports_pp 0->1" in c for c in res["changes"])
+    assert any("MTP layer count" in step for step in res["why_ok"])
 
 
 def test_v_draft_lists_the_recipe_models_drafts(built):

@@ -119,29 +119,37 @@ def test_kimi_k25_pp_commands_carry_no_speculative_config(loop: dict[str, Path])
     assert before[0]["n"] > 0  # on by default there, before the fix
 
 
-@pytest.mark.parametrize("model,strategy,feature", [
-    ("zai-org/GLM-5.2", "multi_node_tp_pp", "spec_decoding:mtp"),  # draft PP: 0.30.0
-    ("mindlab-research/Macaron-V1-Coding-Venti", "multi_node_tp_pp", "spec_decoding:mtp"),
-    ("zai-org/GLM-4.5V", "single_node_tp", "text_only"),  # --language-model-only arrives later
-    ("baidu/ERNIE-4.5-VL-424B-A47B-PT", "multi_node_tp", ""),  # --nnodes at a 0.11.0 pin
+@pytest.mark.parametrize("model,strategy,feature,starts", [
+    # draft PP: gone at 0.30.0, where the MTP layer count (unknown offline) decides
+    ("zai-org/GLM-5.2", "multi_node_tp_pp", "spec_decoding:mtp", False),
+    ("mindlab-research/Macaron-V1-Coding-Venti", "multi_node_tp_pp", "spec_decoding:mtp", False),
+    ("zai-org/GLM-4.5V", "single_node_tp", "text_only", True),  # --language-model-only arrives later
+    ("baidu/ERNIE-4.5-VL-424B-A47B-PT", "multi_node_tp", "", True),  # --nnodes at a 0.11.0 pin
 ])
 def test_works_from_is_what_bisect_finds(loop: dict[str, Path], snapshot: Path, model: str, strategy: str,
-                                         feature: str) -> None:
+                                         feature: str, starts: bool) -> None:
     """bisect judges every variant and profile of the selection; works_from is per row, so the
-    selection starts where its last row does."""
+    selection starts where its last row does. Where no release is known to start it, the cause's
+    clear_from is bisect's first release not known to fail."""
     from compat.vocab import release_key
 
     feat, _, mode = feature.partition(":")
     name = model.split("/")[-1]
-    rows = sql(loop["before"], f"SELECT vllm_version, works_from FROM verdict WHERE (model_id = '{model}' "
-                               f"OR recipe LIKE '%/{name}.yaml') AND strategy = '{strategy}' AND feature = '{feat}' AND mode = '{mode}' "
-                               "AND judged = 1 AND status = 'blocked'")
-    assert rows and all(r["works_from"] for r in rows), (model, rows[:3])
+    where = (f"(v.model_id = '{model}' OR v.recipe LIKE '%/{name}.yaml') AND v.strategy = '{strategy}' "
+             f"AND v.feature = '{feat}' AND v.mode = '{mode}' AND v.judged = 1 AND v.status = 'blocked'")
+    rows = sql(loop["before"], f"SELECT v.vllm_version, v.works_from FROM verdict v WHERE {where}")
+    assert rows and all(bool(r["works_from"]) == starts for r in rows), (model, rows[:3])
     pin = rows[0]["vllm_version"]
     r = run("bisect", model, strategy, feature, "--recipes", str(snapshot), "--from", pin, "--format", "json")
     assert r.returncode == 0, r.stderr
-    found = json.loads(r.stdout)["first_ok"]
-    assert max((r["works_from"] for r in rows), key=release_key) == found
+    found = json.loads(r.stdout)
+    if starts:
+        assert max((r["works_from"] for r in rows), key=release_key) == found["first_ok"]
+        return
+    assert found["first_ok"] is None and found["first_clear"]
+    clear = sql(loop["before"], "SELECT DISTINCT c.clear_from FROM cause c JOIN verdict_cause vc ON vc.cause_id = c.id "
+                                f"JOIN verdict v ON v.id = vc.verdict_id WHERE {where} AND c.label = '{feature}'")
+    assert [c["clear_from"] for c in clear] == [found["first_clear"]], (clear, found["first_clear"])
 
 
 def test_the_sites_own_synthesizer_emits_nothing_fixable_that_fails(loop: dict[str, Path], snapshot: Path,
@@ -219,7 +227,8 @@ def test_explain_issue_for_glm52_reproduces_the_report_that_started_the_project(
             "--db", str(loop["before"]), "--format", "issue")
     assert r.returncode == 0, r.stderr
     for needed in ("DeepSeekMTP", "lacks SupportsPP", "create_draft_parallel_config", "| 0.23.0 | blocked |",
-                   "First release on the package index where it starts: **0.30.0**", "```python",
+                   "No release on the package index is known to start it. From **0.30.0** it is no longer known "
+                   "to fail", "```python",
                    "SpeculativeConfig(method='mtp'"):
         assert needed in r.stdout, needed
     up = run("check", "--db", str(loop["before"]), "--upstream").stdout
