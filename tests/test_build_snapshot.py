@@ -117,7 +117,6 @@ def test_diff_shows_the_release_change_that_fixed_pp_mtp(built):
     assert "dspark" in d["spec_methods"]["added"]
     text = run("diff", "0.23.0", "0.33.0", "--db", str(built)).stdout
     assert "no longer known to fail (now unknown)" in text and "draft parallel config for mtp" in text
-    assert "models/zai-org/GLM-5.2.yaml multi_node_tp_pp spec_decoding:mtp" in text
 
 
 def test_bisect_finds_first_working_release_and_the_change(snapshot):
