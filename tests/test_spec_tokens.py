@@ -202,3 +202,12 @@ def test_counts_follow_the_override_then_the_config_class():
     assert (c.n_predict, c.block_size) == (4, None)
     c = counts_from_config({"model_type": "mlp_speculator"}, None, ["mlp_speculator"])
     assert set(c.undecided) == {"n_predict", "block_size"}
+
+
+def test_a_facts_lock_keeps_what_the_count_check_reads():
+    """A locked draft config must still say whether it has n_predict / a block size: a lock that
+    dropped them would read as 'absent' and block a command vLLM fills the count for."""
+    from compat.hf.lock import READ_KEYS, config_subset
+
+    got = config_subset({"n_predict": 2, "block_size": 7, "dspark_block_size": 7, "rope_theta": 1.0}, READ_KEYS)
+    assert got == {"n_predict": 2, "block_size": 7, "dspark_block_size": 7}
