@@ -131,6 +131,14 @@ class ResultCache:
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
 
+    def read(self, key: str) -> Any:
+        """The JSON document stored under `key`, or None (absent, unreadable, or disabled)."""
+        return self._read(key)
+
+    def write(self, key: str, doc: Any) -> None:
+        """Store `doc` under `key` (atomically; a cache that cannot be written is skipped)."""
+        self._write(key, doc)
+
     def outline(self, key: str) -> Outline | None:
         doc = self._read(key)
         try:

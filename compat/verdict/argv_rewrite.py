@@ -32,6 +32,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from compat.verdict.replay_cache import cached
 from compat.vllm.cli_surface import SymbolResolver
 from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
@@ -58,20 +59,11 @@ class ReleaseRewrite:
         self.line = 0
         self.reason = ""
         self._program: IsolatedProgram | None = None
-        found = _find(tree)
-        if found is None:
-            self.reason = "FlexibleArgumentParser.parse_args not found"
+        found = cached(tree, f"argv_rewrite {tree.version}", lambda: _found(tree))
+        self.file, self.line, self.reason = found["file"], found["line"], found["reason"]
+        if self.reason:
             return
-        self.file, fn = found
-        self.line = fn.lineno
-        if any(isinstance(n, ast.While) for n in ast.walk(fn)):
-            self.reason = f"parse_args ({self.file}:{self.line}) has a while loop"
-            return
-        fn = _Rewritten().visit(copy.deepcopy(fn))
-        functions: dict[str, tuple[ast.FunctionDef, str]] = {"parse_args": (fn, self.file)}
-        got = SymbolResolver(tree).resolve(self.file, "human_readable_int")
-        if got is not None and isinstance(got[1], ast.FunctionDef):
-            functions["human_readable_int"] = (got[1], got[0])
+        functions = {name: (fn, file) for name, fn, file in found["functions"]}
         host = {
             "re": re,
             "json": json,
@@ -146,6 +138,24 @@ class _Rewritten(ast.NodeTransformer):
 
 def _on_self(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Name) and node.value.id in ("self", "FlexibleArgumentParser")
+
+
+def _found(tree: Any) -> dict[str, Any]:
+    """parse_args rewritten for the replay, and the helper it calls, as found in the source
+    (or why not: `reason`)."""
+    found = _find(tree)
+    if found is None:
+        return {"file": "", "line": 0, "reason": "FlexibleArgumentParser.parse_args not found"}
+    file, fn = found
+    out: dict[str, Any] = {"file": file, "line": fn.lineno, "reason": "", "functions": []}
+    if any(isinstance(n, ast.While) for n in ast.walk(fn)):
+        out["reason"] = f"parse_args ({file}:{fn.lineno}) has a while loop"
+        return out
+    out["functions"].append(("parse_args", _Rewritten().visit(copy.deepcopy(fn)), file))
+    got = SymbolResolver(tree).resolve(file, "human_readable_int")
+    if got is not None and isinstance(got[1], ast.FunctionDef):
+        out["functions"].append(("human_readable_int", got[1], got[0]))
+    return out
 
 
 def _find(tree: Any) -> tuple[str, ast.FunctionDef] | None:

@@ -1,0 +1,86 @@
+"""The argument replay's findings in a release's source, cached across processes
+(compat.verdict.replay_cache): exact ASTs back, and the same findings from a cached entry."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from compat.verdict import replay_cache
+from compat.verdict.arguments import ServeParser, check_arguments
+from compat.verdict.config_values import Validator, schemas_from_rows
+from compat.verdict.serve_rules import ServeRules
+from tests import test_arguments as ta
+
+SOURCE = '''
+import x
+@decorator(1, k=b"\\x00\\xff")
+async def f(a: int, /, b=1j, *args: "str", c=..., **kw) -> None:
+    global g
+    x = f"{a!r:>{b}} {c=}"
+    y = [i for i in range(3) if i] + {1: 2}[1:] + (1e300 * 1e300,)
+    with open(a) as h, (z := 3):
+        pass
+    try:
+        return lambda q, *, r=None: q
+    except* ValueError as e:
+        raise
+    match a:
+        case {"k": [1, *rest]}: pass
+        case Point(x=0) | None: pass
+'''
+
+
+def test_an_ast_comes_back_exactly() -> None:
+    mod = ast.parse(SOURCE)
+    back = replay_cache.from_doc(replay_cache.to_doc(mod))
+    assert ast.dump(back, include_attributes=True) == ast.dump(mod, include_attributes=True)
+    compile(back, "<back>", "exec")
+    value = {"t": (1, "a", None, True, 2.5), "l": [b"\x00", 3j, ...]}
+    assert replay_cache.from_doc(replay_cache.to_doc(value)) == value
+
+
+def test_a_node_type_python_lacks_is_not_loaded() -> None:
+    with pytest.raises(ValueError):
+        replay_cache.from_doc({"_": "path"})  # ast.path is no node type: nothing else is looked up
+
+
+def test_only_index_releases_are_cached(isolated_cache: Path) -> None:
+    calls = []
+
+    def find() -> dict:
+        calls.append(1)
+        return {"fn": ast.parse("def f():\n    return 1\n").body[0]}
+
+    index = SimpleNamespace(sha256="ab" * 32, version="1.0")
+    local = SimpleNamespace(sha256=None, version="1.0")
+    for tree in (index, index, local, local):
+        found = replay_cache.cached(tree, "kind", find)
+        assert isinstance(found["fn"], ast.FunctionDef) and found["fn"].lineno == 1
+    assert len(calls) == 3  # the index release was found once, then read from the cache
+    assert list((isolated_cache / "replay").rglob("*.json.gz"))
+
+
+def test_cached_replay_finds_what_the_source_gives(tmp_path: Path, isolated_cache: Path) -> None:
+    """Every rule of test_arguments, judged with the replay found in the source and with the
+    replay read back from the cache: the same findings, field for field."""
+    templates = ["examples/tool_chat_template_a.jinja",
+                 "vllm/transformers_utils/chat_templates/template_b.jinja"]
+    results = []
+    for run in ("cold", "warm"):
+        tree = ta._mini_release(tmp_path / run, ta.SERVE)
+        tree.sha256 = "cd" * 32  # as if from the index: cached on the first run, read on the second
+        release = SimpleNamespace(
+            version=ta.VERSION,
+            serve_parser=ServeParser(ta.VALUES, Validator(schemas_from_rows(ta.CONFIG)), ta.VERSION, tree),
+            serve_rules=ServeRules(tree, {"tool": {"hermes", "glm45"}, "reasoning": {"qwen3"}}, templates,
+                                   ta.VERSION))
+        results.append([check_arguments(release, ["vllm", "serve", "org/model", *argv], ta.SHELL).findings
+                        for argv, _want in ta.RULES])
+        kinds = sorted(p.name for p in (isolated_cache / "replay").rglob("*.json.gz"))
+        assert len(kinds) == 2  # serve_rules and argv_rewrite
+    assert results[0] == results[1]
+    assert any(f.status == "blocked" and f.stage != "parse" for fs in results[1] for f in fs)
