@@ -84,3 +84,46 @@ def test_cached_replay_finds_what_the_source_gives(tmp_path: Path, isolated_cach
         assert len(kinds) == 2  # serve_rules and argv_rewrite
     assert results[0] == results[1]
     assert any(f.status == "blocked" and f.stage != "parse" for fs in results[1] for f in fs)
+
+
+def _rewrite_tree(root: Path, offset: int):
+    from compat.sources.tree import VllmTree
+
+    (root / "vllm/utils").mkdir(parents=True)
+    (root / "vllm/utils/argparse_utils.py").write_text(
+        "\n" * offset + "class FlexibleArgumentParser:\n"
+        "    def parse_args(self, args=None, namespace=None):\n"
+        "        if '--config' in args:\n"
+        "            args = self._pull_args_from_config(args)\n"
+        "        if '--boom' in args:\n"
+        "            raise ValueError('boom ' + str(len(args)))\n"
+        "        if '--name' in args:\n"
+        "            return undefined_name\n"
+        "        return super().parse_args([a.replace('_', '-') for a in args], namespace)\n")
+    return VllmTree(root, f"0.0.{offset}", "src")
+
+
+def test_releases_with_one_parse_args_share_its_runs(tmp_path: Path) -> None:
+    """The same parse_args at another place (another release) gives the same runs, each failure
+    told with its own release's file and line; a run that read a --config file is not shared."""
+    from compat.verdict import argv_rewrite
+    from compat.verdict.argv_rewrite import ReleaseRewrite, RewriteError
+
+    a, b = ReleaseRewrite(_rewrite_tree(tmp_path / "a", 0)), ReleaseRewrite(_rewrite_tree(tmp_path / "b", 5))
+    assert a.shape == b.shape and (a.line, b.line) == (2, 7)
+    argv = ["serve", "m", "--max_num_seqs", "2"]
+    assert a(argv, None) == b(argv, None) == ["serve", "m", "--max-num-seqs", "2"]
+    assert (a.shape, tuple(argv)) in argv_rewrite._RUNS
+    for rewrite in (a, b):
+        with pytest.raises(RewriteError) as raised:
+            rewrite(["serve", "--boom"], None)
+        assert (raised.value.exc, raised.value.message) == ("ValueError", "boom 2")
+        with pytest.raises(RewriteError) as raised:
+            rewrite(["serve", "--name"], None)
+        assert raised.value.exc == "unknown"
+        assert f"argparse_utils.py:{rewrite.line}) uses name 'undefined_name'" in raised.value.message
+    pulls = []
+    config = ["serve", "--config", "c.yaml"]
+    for rewrite in (a, b):
+        assert rewrite(config, lambda args: pulls.append(1) or ["serve", "--x_y", "1"]) == ["serve", "--x-y", "1"]
+    assert len(pulls) == 2 and (a.shape, tuple(config)) not in argv_rewrite._RUNS
