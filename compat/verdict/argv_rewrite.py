@@ -94,6 +94,8 @@ class ReleaseRewrite:
 
             run = self._run(argv, pulling)
             if not pulled:  # a run that read no --config file is a function of the argv alone
+                if len(_RUNS) >= _MAX_RUNS:
+                    _RUNS.clear()  # the runs a recipe shares are its own, met close together
                 _RUNS[key] = run
         return self._answer(run)
 
@@ -133,6 +135,8 @@ class ReleaseRewrite:
 #: Runs of parse_args by (shape, argv). Releases share a parse_args far more often than not
 #: (55 releases, 15 shapes), and works_from and cause analysis judge one argv at many of them.
 _RUNS: dict[tuple[str, tuple[str, ...]], tuple[Any, ...]] = {}
+#: At most this many kept (a two-release build meets a million argvs; kept, they cost 400 MB).
+_MAX_RUNS = 20_000
 
 
 def _shape(functions: list[Any]) -> str:
