@@ -146,12 +146,12 @@ class Outline:
 
     @classmethod
     def of(cls, combos: list[Combination]) -> Outline:
-        from compat.recipes import parse_serve_args
+        from compat.recipes import parsed_serve_args
 
         argvs = sorted({tuple(a) for c in combos if not c.omni for _role, a in c.argvs})
         drafts = []
         for argv in argvs:
-            spec = parse_serve_args(list(argv)).speculative_config
+            spec = parsed_serve_args(argv).speculative_config
             model = spec.get("model") if isinstance(spec, dict) else None
             if isinstance(model, str) and "/" in model and not model.startswith(("/", ".")):
                 drafts.append([list(argv), model])
