@@ -4,7 +4,7 @@
 release's imports, which parses whole modules: a tenth of a second per release, and a build
 that judges one recipe meets a dozen releases (works_from's bisection). What they find is a
 function of the release's source and this project's code, so it is cached under
-`$COMPAT_CACHE/replay`, keyed on the sdist hash and `compat.reuse.project_hash`, and written
+`$COMPAT_CACHE/replay`, keyed on the sdist hash and `compat.jsoncache.project_hash`, and written
 atomically. Only releases from the package index are cached (a local tree has no content
 hash, only file stats).
 
@@ -33,14 +33,14 @@ _CONSTANTS: dict[str, Callable[[Any], Any]] = {
 def cached(tree: Any, kind: str, find: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """`find()` (a JSON-able dict; ASTs inside go through `to_doc`/`from_doc`), read from the
     cache when `tree` is an index release whose `kind` entry was written before."""
-    from compat.reuse import ResultCache, project_hash
+    from compat.jsoncache import JsonCache, project_hash
     from compat.sources.pypi import cache_dir
 
     sha = getattr(tree, "sha256", None)
     if not sha:
         return find()
     key = hashlib.sha256(f"{kind}\0{VERSION}\0{sha}\0{project_hash()}".encode()).hexdigest()
-    store = ResultCache(cache_dir() / "replay", enabled=True)
+    store = JsonCache(cache_dir() / "replay")
     doc = store.read(key)
     if isinstance(doc, dict) and doc.get("kind") == kind:
         try:
