@@ -52,40 +52,44 @@ class RewriteError(Exception):
 
 
 class ReleaseRewrite:
-    """One release's parse_args, compiled once; `__call__(argv, pull)` returns the rewritten
-    list or raises RewriteError."""
+    """One release's parse_args, compiled once when first run; `__call__(argv, pull)` returns
+    the rewritten list or raises RewriteError."""
 
     def __init__(self, tree: Any) -> None:
-        self.file = ""
-        self.line = 0
-        self.reason = ""
+        self.tree = tree
         self._program: IsolatedProgram | None = None
         found = cached(tree, f"argv_rewrite {tree.version}", lambda: _found(tree))
         self.file, self.line, self.reason = found["file"], found["line"], found["reason"]
-        if self.reason:
-            return
-        functions = {name: (fn, file) for name, fn, file in found["functions"]}
-        self.shape = _shape(found["functions"])
-        host = {
-            "re": re,
-            "json": json,
-            "defaultdict": defaultdict,
-            "ArgumentTypeError": argparse.ArgumentTypeError,
-            "Namespace": argparse.Namespace,
-            "sys": _Sys(),
-            "pull_args_from_config": None,  # set per call
-        }
-        try:
-            self._program = IsolatedProgram(tree, functions, host)
-        except (SandboxError, SyntaxError) as exc:
-            self.reason = f"parse_args ({self.file}:{self.line}) cannot be isolated: {exc}"
+        self._functions = {name: (fn, file) for name, fn, file in found.get("functions", [])}
+        self.shape = found.get("shape", "")
+
+    def _compiled(self) -> IsolatedProgram | None:
+        """The program, compiled on the first run this release's own (not a run shared from
+        another release with this parse_args); None, with `reason`, when it cannot be isolated."""
+        if self._program is None and not self.reason:
+            host = {
+                "re": re,
+                "json": json,
+                "defaultdict": defaultdict,
+                "ArgumentTypeError": argparse.ArgumentTypeError,
+                "Namespace": argparse.Namespace,
+                "sys": _Sys(),
+                "pull_args_from_config": None,  # set per call
+            }
+            try:
+                self._program = IsolatedProgram(self.tree, self._functions, host)
+            except (SandboxError, SyntaxError) as exc:
+                self.reason = f"parse_args ({self.file}:{self.line}) cannot be isolated: {exc}"
+        return self._program
 
     def __call__(self, argv: list[str], pull: Any) -> list[str]:
-        if self._program is None:
+        if self.reason:
             raise RewriteError("unknown", f"vLLM's argv rewrite is not replayed: {self.reason}")
         key = (self.shape, tuple(argv))
         run = _RUNS.get(key)
         if run is None:
+            if self._compiled() is None:
+                raise RewriteError("unknown", f"vLLM's argv rewrite is not replayed: {self.reason}")
             pulled: list[bool] = []
 
             def pulling(args: list[str]) -> list[str]:
@@ -93,7 +97,7 @@ class ReleaseRewrite:
                 return pull(args)
 
             run = self._run(argv, pulling)
-            if not pulled:  # a run that read no --config file is a function of the argv alone
+            if not pulled and self.shape:  # a run that read no --config file: the argv's alone
                 if len(_RUNS) >= _MAX_RUNS:
                     _RUNS.clear()  # the runs a recipe shares are its own, met close together
                 _RUNS[key] = run
@@ -208,6 +212,7 @@ def _found(tree: Any) -> dict[str, Any]:
     got = SymbolResolver(tree).resolve(file, "human_readable_int")
     if got is not None and isinstance(got[1], ast.FunctionDef):
         out["functions"].append(("human_readable_int", got[1], got[0]))
+    out["shape"] = _shape(out["functions"])
     return out
 
 
