@@ -127,3 +127,26 @@ def test_releases_with_one_parse_args_share_its_runs(tmp_path: Path) -> None:
     for rewrite in (a, b):
         assert rewrite(config, lambda args: pulls.append(1) or ["serve", "--x_y", "1"]) == ["serve", "--x-y", "1"]
     assert len(pulls) == 2 and (a.shape, tuple(config)) not in argv_rewrite._RUNS
+
+
+def test_a_cached_override_runner_is_the_one_found(isolated_cache: Path) -> None:
+    """The hf_config_override runner built from the cache holds what a fresh one finds, and
+    runs the same."""
+    from compat.sources import tree_from_path
+    from compat.verdict.knowledge import _runner
+    from compat.vllm.speculative import OverrideRunner
+
+    dispatch = Path(__file__).resolve().parent / "fixtures" / "minitrees" / "dispatch"
+    tree = tree_from_path(f"{dispatch}=0.0.1")
+    tree.sha256 = "ef" * 32  # as if from the index
+    fresh = OverrideRunner(tree)
+    assert fresh.fn is not None
+    config = {"model_type": "fancy", "num_nextn_predict_layers": 1, "architectures": ["Fancy"]}
+    assert fresh.run(dict(config)).architectures == ("FancyMTP",)
+    for _run in ("cold", "warm"):
+        runner = _runner(tree)
+        assert set(vars(runner)) == set(vars(fresh))
+        assert (runner.file, runner.line) == (fresh.file, fresh.line)
+        assert ast.dump(runner.fn, include_attributes=True) == ast.dump(fresh.fn, include_attributes=True)
+        assert runner.run(dict(config)) == fresh.run(dict(config))
+    assert len(list((isolated_cache / "replay").rglob("*.json.gz"))) == 1
