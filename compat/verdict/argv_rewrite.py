@@ -139,7 +139,7 @@ class ReleaseRewrite:
 #: Runs of parse_args by (shape, argv). Releases share a parse_args far more often than not
 #: (55 releases, 15 shapes), and works_from and cause analysis judge one argv at many of them.
 _RUNS: dict[tuple[str, tuple[str, ...]], tuple[Any, ...]] = {}
-#: At most this many kept (a two-release build meets a million argvs; kept, they cost 400 MB).
+#: At most this many kept: unbounded, the memo would grow with every argv a worker meets.
 _MAX_RUNS = 20_000
 
 
