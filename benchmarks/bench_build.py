@@ -15,8 +15,9 @@ Runs, each `python -m compat.cli build` in a child process:
                         sdists downloaded beforehand, facts computed; warm = the same again
   cold pinned           an empty cache: sdists download from the package index, facts computed
 
-The warm runs share a scratch cache whose sdists, trees and facts are the user cache's
-(`COMPAT_CACHE` or the user cache dir) and whose results start empty; `--prime` first runs a
+The warm runs share a scratch cache whose sdists, trees, facts and argument replay findings
+(`replay`, compat.verdict.replay_cache: like facts, a function of a release's source and the
+code) are the user cache's (`COMPAT_CACHE` or the user cache dir) and whose results start empty; `--prime` first runs a
 pinned build there (reusing nothing) so every release it visits has facts. `--only` picks runs
 by name (`--only "warm pinned,incremental"`); `--code DIR` runs another checkout's compat (the
 main branch, for a before/after). CPU is user + system time of the child and of the scan
@@ -36,7 +37,7 @@ from pathlib import Path
 
 EXPLICIT = ["0.23.0", "0.24.0", "0.27.1", "0.30.0", "0.33.0"]
 TWO = ["0.23.0", "0.33.0"]
-SHARED = ("sdists", "index", "trees", "facts", "wheels", "hf-trees")
+SHARED = ("sdists", "index", "trees", "facts", "replay", "wheels", "hf-trees")
 RUNS = (
     "warm pinned, judged",
     "warm pinned",

@@ -337,9 +337,12 @@ def _judge_all(
     todo = [p for p in paths if p not in blocks]
     say(f"recipes: {len(todo)} to judge, {len(blocks)} reused (inputs unchanged)")
     db.con.commit()  # the release facts, for workers reading them through their own connection
+    # The largest recipes first: the workers then end together, not one waiting on the other's
+    # last big recipe (a block does not depend on which recipes were judged before it).
+    order = sorted(todo, key=lambda p: -outlines[p].count)
     for n, (path, block) in enumerate(
         judge_all(
-            j, todo, lambda p: combos.get(p) or enumerate_recipe(j.repo, j.repo.recipes[p]), say
+            j, order, lambda p: combos.get(p) or enumerate_recipe(j.repo, j.repo.recipes[p]), say
         ),
         1,
     ):

@@ -146,12 +146,12 @@ class Outline:
 
     @classmethod
     def of(cls, combos: list[Combination]) -> Outline:
-        from compat.recipes import parse_serve_args
+        from compat.recipes import parsed_serve_args
 
         argvs = sorted({tuple(a) for c in combos if not c.omni for _role, a in c.argvs})
         drafts = []
         for argv in argvs:
-            spec = parse_serve_args(list(argv)).speculative_config
+            spec = parsed_serve_args(argv).speculative_config
             model = spec.get("model") if isinstance(spec, dict) else None
             if isinstance(model, str) and "/" in model and not model.startswith(("/", ".")):
                 drafts.append([list(argv), model])
@@ -241,7 +241,7 @@ def judge_recipe(j: Judging, path: str, combos: list[Combination]) -> Block:
     block = Block(path)
     fix_rows = _verdicts(j, combos, Sweep(j.pool, renderer(j.repo), book), block)
     j.recorder.phase = "fix"
-    _fixes(j, path, fix_rows, book, block)
+    _fixes(j, path, fix_rows, book, block, combos)
     block.causes = book.rows
     models, block.drafts = j.recorder.take()
     block.models = {m: j.model_hash(m) for m in models}
@@ -286,7 +286,14 @@ def _targets(j: Judging, c: Combination) -> list[tuple[str, int, int]]:
     return [(pinned, 1, 1)] if pinned is not None and j.pool.knows(pinned) else []
 
 
-def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook, block: Block) -> None:
+def _fixes(
+    j: Judging,
+    path: str,
+    rows: list[FixRow],
+    book: CauseBook,
+    block: Block,
+    combos: list[Combination],
+) -> None:
     """The fix stage on one recipe: a planned (and re-judged) fix, or why there is none, per
     cause; its ungate proposals (pinned builds); each cause's finding keys; and where in the
     recipe file each cause and proposal lives."""
@@ -295,6 +302,7 @@ def _fixes(j: Judging, path: str, rows: list[FixRow], book: CauseBook, block: Bl
     from compat.fix.plan import build_cases, plan_all
 
     ctx = Context(j.repo, j.pool, j.resolve_pin)
+    ctx.know(j.repo.recipes[path], combos)  # as enumerated for judging
     planned = {}
     if book.rows:
         cases = build_cases(j.repo, {path: rows} if rows else {}, book.rows, pinned=not j.explicit)

@@ -23,45 +23,19 @@ into a fresh database reuses it too (CI restores the cache, not the database).
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from compat.blocks import Block, Outline
+from compat.jsoncache import JsonCache, _hash_files, _kept, project_hash
 
 #: Bump when a block's shape changes: older entries are then never read.
 CACHE_VERSION = "3"  # 3: a block keeps its ungate proposals (gates)
 _SKIPPED_DIRS = frozenset({"models", "node_modules"})
-
-
-def _hash_files(h: Any, root: Path, files: Iterable[Path]) -> None:
-    for f in files:
-        h.update(f.relative_to(root).as_posix().encode() + b"\0")
-        h.update(hashlib.sha256(f.read_bytes()).digest())
-
-
-@lru_cache(maxsize=1)
-def project_hash() -> str:
-    """The code and curated data every result is computed with."""
-    from compat.resources import data_dir, schema_dir
-
-    h = hashlib.sha256()
-    package = Path(__file__).resolve().parent
-    _hash_files(h, package, sorted(package.rglob("*.py")))
-    for d in (data_dir(), schema_dir()):
-        _hash_files(h, d, sorted(p for p in d.rglob("*") if p.is_file() and _kept(p, d)))
-    return h.hexdigest()
-
-
-def _kept(path: Path, root: Path) -> bool:
-    parts = path.relative_to(root).parts
-    return not any(p.startswith(".") or p == "__pycache__" for p in parts)
 
 
 def checkout_hash(root: Path, recipe_paths: Iterable[str]) -> str:
@@ -93,43 +67,16 @@ def model_hasher(resolve: Callable[[str], Any]) -> Callable[[str], str]:
     return digest
 
 
-class ResultCache:
+class ResultCache(JsonCache):
     """Outlines and blocks by key under `root` (default `$COMPAT_CACHE/results`)."""
 
     def __init__(self, root: Path | None = None, enabled: bool | None = None) -> None:
         from compat.sources.pypi import cache_dir
 
-        self.root = root if root is not None else cache_dir() / "results"
-        self.enabled = os.environ.get("COMPAT_REUSE", "1") != "0" if enabled is None else enabled
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json.gz"
-
-    def _read(self, key: str) -> Any:
-        if not self.enabled:
-            return None
-        try:
-            return json.loads(gzip.decompress(self._path(key).read_bytes()))
-        except (OSError, ValueError, EOFError):
-            return None  # absent, or unreadable: computed again (and rewritten)
-
-    def _write(self, key: str, doc: Any) -> None:
-        if not self.enabled:
-            return
-        path = self._path(key)
-        data = gzip.compress(json.dumps(doc).encode(), compresslevel=1)
-        tmp = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".entry-", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a cache that cannot be written costs the next build time, nothing else
-        finally:
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
+        super().__init__(
+            root if root is not None else cache_dir() / "results",
+            os.environ.get("COMPAT_REUSE", "1") != "0" if enabled is None else enabled,
+        )
 
     def outline(self, key: str) -> Outline | None:
         doc = self._read(key)

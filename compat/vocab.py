@@ -69,10 +69,17 @@ def newest(labels: Iterable[str]) -> str | None:
     return max(labels, key=release_key, default=None)
 
 
+@lru_cache(maxsize=64)
+def _ordered(labels: tuple[str, ...]) -> tuple[str, ...]:
+    """`labels` sorted, once per list: a build resolves pins against the index's few hundred
+    releases thousands of times (a fix's pin, a cause's works_from)."""
+    return tuple(sort_releases(labels))
+
+
 def resolve_pin(pin: str, releases: Iterable[str]) -> str | None:
     """The release among `releases` a recipe pin names: `nightly` is the newest, a release is
     itself, and a prefix ("0.11", "0.11.") is the oldest release it starts; None when none is."""
-    ordered = sort_releases(releases)
+    ordered = _ordered(tuple(releases))
     if pin == NIGHTLY:
         return ordered[-1] if ordered else None
     if pin in ordered:

@@ -120,3 +120,38 @@ def test_bisect_with_a_reversed_range_is_a_usage_error(monkeypatch: pytest.Monke
     with pytest.raises(UserError) as exc:
         bis.bisect(RECIPES, "acme/Widget", "single_node_tp", "", "0.33.0", "0.23.0")
     assert "--to" in exc.value.line() and "older" in exc.value.line()
+
+
+PROGRAM = """
+import atexit, sys, threading, time
+from compat.cli import run
+
+atexit.register(lambda: print("exit handler ran"))
+def late():
+    time.sleep(0.2)
+    print("thread finished")
+threading.Thread(target=late).start()
+sys.argv = ["compat", *sys.argv[1:]]
+run()
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "code"), [(["check", "--format", "xml"], 2), (["--help"], 0)], ids=["usage", "help"]
+)
+def test_the_program_exit_skips_only_the_teardown(tmp_path: Path, args: list[str], code: int) -> None:
+    """`compat.cli.run` ends with os._exit: the exit code, other threads, exit handlers and
+    buffered output (a pipe, not a terminal) are as a normal exit leaves them."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-c", PROGRAM, *args], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == code, r.stderr
+    assert r.stdout.endswith("thread finished\nexit handler ran\n"), r.stdout
+    if code:
+        assert r.stderr.startswith("error: ") and len(r.stderr.splitlines()) == 1, r.stderr
+    else:
+        assert "build" in r.stdout

@@ -295,3 +295,18 @@ def test_minitree_spinning_override_is_unknown_quickly():
     assert time.monotonic() - t0 < sandbox.TIME_LIMIT_S + 1
     ok = runner.run({"model_type": "fancy", "architectures": ["FancyForCausalLM"], "num_nextn_predict_layers": 1})
     assert ok.status == "ok" and ok.architectures == ("FancyMTP",)
+
+
+def test_compiling_leaves_the_release_function_as_parsed(tmp_path):
+    """Compiled functions share their body with the tree's AST (no deep copy): dropping the
+    decorators, annotations and name must not touch the tree's FunctionDef."""
+    src = "import functools\n@functools.cache\ndef f(x: int, *a: str, k: float = 1.0, **kw: int) -> int:\n    return x + 1\n"
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "m.py").write_text(src)
+    tree = VllmTree(root=tmp_path, version="t", origin="src")
+    fn = tree.parse("vllm/m.py").body[1]
+    before = ast.dump(fn, include_attributes=True)
+    program = sandbox.IsolatedProgram(tree, {"g": (fn, "vllm/m.py")}, {})
+    assert program.call("g", 1) == 2
+    assert sandbox.call_isolated(tree, fn, "vllm/m.py", 2)[0] == 3
+    assert ast.dump(fn, include_attributes=True) == before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 import yaml
@@ -12,7 +11,7 @@ from compat.hf import ModelResolver
 from compat.hf.vllm_docs import VllmDocsIndex
 from compat.hf.vllm_tests import VllmTestsIndex, parse_registry
 
-SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "recipes-snapshot"
+from tests.conftest import SNAPSHOT  # noqa: E402 (COMPAT_RECIPES_SNAPSHOT, as every test reads it)
 VERSIONS = ("0.33.0", "0.24.0", "0.23.0")
 # Measured on the snapshot (339 distinct ids): 154 resolve from the package-index trees;
 # 156 when the trees also carry tests/config/base_model_arch_groundtruth.json.

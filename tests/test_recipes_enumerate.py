@@ -10,7 +10,7 @@ import pytest
 
 from compat.recipes import Combination, Enumeration, enumerate_repo, load_repo, parse_serve_args
 
-SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "recipes-snapshot"
+from tests.conftest import SNAPSHOT  # noqa: E402 (COMPAT_RECIPES_SNAPSHOT, as every test reads it)
 MINIMAL = Path(__file__).resolve().parent / "fixtures" / "recipes" / "minimal"
 
 

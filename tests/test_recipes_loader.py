@@ -10,7 +10,7 @@ import pytest
 from compat.errors import UserError
 from compat.recipes import load_repo
 
-SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "recipes-snapshot"
+from tests.conftest import SNAPSHOT  # noqa: E402 (COMPAT_RECIPES_SNAPSHOT, as every test reads it)
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "recipes"
 MINIMAL = FIXTURES / "minimal"
 

@@ -15,7 +15,7 @@ from compat.recipes.requirements import DEFAULT_PATH, default_requirements, load
 from compat.recipes.sizing import api_sizing
 from compat.recipes.synthesis import dedupe_args, synthesize
 
-SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "recipes-snapshot"
+from tests.conftest import SNAPSHOT  # noqa: E402 (COMPAT_RECIPES_SNAPSHOT, as every test reads it)
 MINIMAL = Path(__file__).resolve().parent / "fixtures" / "recipes" / "minimal"
 
 

@@ -114,6 +114,30 @@ def test_a_failed_write_leaves_the_database_as_it_was(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]  # no private copy left
 
 
+def test_a_new_database_has_16k_pages_and_a_rewrite_keeps_the_old_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large pages keep a verdict's kilobytes of reason chain out of overflow pages (faster
+    writes); an existing database is copied page for page, its page size unchanged."""
+    path = tmp_path / "c.db"
+    with store.writing(path) as s:
+        s.append(t.RecipeFile, [{"path": "a.yaml", "sha256": "1"}])
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA page_size").fetchone() == (16384,)
+    con.close()
+    old = tmp_path / "old.db"  # written before pages were 16 KiB
+    with monkeypatch.context() as m:
+        m.setattr(store, "SCRATCH_PRAGMAS", ("PRAGMA page_size = 4096", *store.SCRATCH_PRAGMAS[1:]))
+        with store.writing(old) as s:
+            s.append(t.RecipeFile, [{"path": "a.yaml", "sha256": "1"}])
+    with store.writing(old) as s:
+        s.replace(t.RecipeFile, [{"path": "b.yaml", "sha256": "2"}])
+    con = sqlite3.connect(old)
+    assert con.execute("PRAGMA page_size").fetchone() == (4096,)
+    assert con.execute("SELECT path FROM recipe_file").fetchall() == [("b.yaml",)]
+    con.close()
+
+
 def test_refuses_a_foreign_file_before_any_work(tmp_path: Path) -> None:
     db = tmp_path / "theirs.db"
     con = sqlite3.connect(db)

@@ -19,7 +19,7 @@ from compat.fix.yaml_edit import EditError, Indent, comments, detect_indent, edi
 from compat.recipes.offering import effective_compatible_strategies
 from compat.recipes.repo import Recipe
 
-SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "recipes-snapshot"
+from tests.conftest import SNAPSHOT  # noqa: E402 (COMPAT_RECIPES_SNAPSHOT, as every test reads it)
 EDGE = Path(__file__).resolve().parent / "fixtures" / "overrides" / "edge_cases.yaml"
 
 

@@ -73,6 +73,29 @@ class Context:
     repo: RecipesRepo
     pool: ReleasePool
     resolve_pin: Any  # (pin string) -> release label or None
+    #: combinations by (recipe path, repr of its data): see `combinations`
+    enumerated: dict[tuple[str, str], list[Combination]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def release_for(self, pin: str, fallback: str) -> str:
         return self.resolve_pin(pin) or fallback
+
+    def know(self, recipe: Recipe, combos: list[Combination]) -> None:
+        """`recipe`'s combinations, enumerated already (the build judged them)."""
+        self.enumerated[(recipe.path, repr(recipe.data))] = combos
+
+    def combinations(self, recipe: Recipe) -> list[Combination]:
+        """`recipe`'s combinations in this checkout (as it is, or an edited copy), enumerated
+        once per content: planning judges one edited copy in several steps (judged_case, then
+        rejudge), and each gate review enumerates the recipe as it is. Read, never changed."""
+        from dataclasses import replace
+
+        from compat.recipes import enumerate_recipe
+
+        key = (recipe.path, repr(recipe.data))
+        hit = self.enumerated.get(key)
+        if hit is None:
+            repo = replace(self.repo, recipes={**self.repo.recipes, recipe.path: recipe})
+            hit = self.enumerated[key] = enumerate_recipe(repo, recipe)
+        return hit

@@ -185,7 +185,6 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
     """
     from dataclasses import replace as dc_replace
 
-    from compat.recipes import enumerate_recipe
     from compat.recipes.repo import Recipe
     from compat.verdict.batch import cause_row
     from compat.verdict.cause import causes, renderer
@@ -197,7 +196,7 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
     book: dict[int, dict[str, Any]] = {}
     ids: dict[tuple[str, str, str], int] = {}
     fallback = case.rows[0].release
-    for c in enumerate_recipe(repo, recipe):
+    for c in ctx.combinations(recipe):
         for release in (
             [ctx.release_for(c.vllm_pin, fallback)]
             if case.pinned

@@ -8,11 +8,10 @@ or merge rows that collapsed identical profiles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from compat.fix.context import Case, Context, Row
 from compat.fix.edits import Edit, apply
-from compat.recipes import enumerate_recipe
 from compat.recipes.repo import Recipe
 from compat.verdict.engine import Outcome
 from compat.verdict.releases import STARTS
@@ -54,9 +53,8 @@ def rejudge(
     default, at each combination's pin.
     """
     recipe = Recipe(case.path, apply(case.recipe.data, edits))
-    repo = replace(ctx.repo, recipes={**ctx.repo.recipes, case.path: recipe})
     after: dict[Key, tuple[dict[str, Outcome], bool]] = {}
-    for c in enumerate_recipe(repo, recipe):
+    for c in ctx.combinations(recipe):
         at = releases or [ctx.release_for(c.vllm_pin, case.rows[0].release)]
         at_release = {v: o for v in at if (o := ctx.pool.outcome(v, c)) is not None}
         for p in c.profiles or (c.hardware,):

@@ -18,7 +18,7 @@ from typing import Any
 from compat.fix import wording
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit
-from compat.recipes import parse_serve_args
+from compat.recipes import parsed_serve_args
 from compat.recipes.synthesis import STRATEGY
 from compat.verdict.engine import known_flag
 
@@ -37,7 +37,7 @@ def propose(case: Case, cause: dict[str, Any], blocked: list[Row], ctx: Context)
     renames: dict[str, str] = {}
     for r in blocked:
         for _role, argv in r.combo.argvs:
-            tokens = parse_serve_args(list(argv)).tokens
+            tokens = parsed_serve_args(tuple(argv)).tokens
             given = {t.flag for t in tokens}
             for t in tokens:
                 if known_flag(k, t) is not None or t.flag in renames or " " in t.raw:

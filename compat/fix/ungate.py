@@ -18,13 +18,13 @@ writes it only with `--only ungate`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from compat.fix import wording
 from compat.fix.context import Context, Proposal
 from compat.fix.edits import Edit, apply
-from compat.recipes import Combination, enumerate_recipe
+from compat.recipes import Combination
 from compat.recipes.features import feature_modes
 from compat.recipes.offering import effective_compatible_strategies
 from compat.recipes.repo import Recipe
@@ -117,8 +117,7 @@ def _keys(c: Combination) -> Iterator[tuple[Any, ...]]:
 
 def _offered(ctx: Context, recipe: Recipe) -> tuple[set[tuple[Any, ...]], list[Combination]]:
     """(keys of the commands the site emits, every combination) of `recipe`."""
-    repo = replace(ctx.repo, recipes={**ctx.repo.recipes, recipe.path: recipe})
-    combos = enumerate_recipe(repo, recipe)
+    combos = ctx.combinations(recipe)
     return {k for c in combos if not c.gated for k in _keys(c)}, combos
 
 

@@ -5,7 +5,7 @@ command synthesizer over it, `parse_serve_args` reads a resulting argv the way
 vLLM will.
 """
 
-from compat.recipes.argv import FlagUse, ServeArgs, parse_serve_args
+from compat.recipes.argv import FlagUse, ServeArgs, parse_serve_args, parsed_serve_args
 from compat.recipes.enumerate import (
     Combination,
     Enumeration,
@@ -28,4 +28,5 @@ __all__ = [
     "enumerate_repo",
     "load_repo",
     "parse_serve_args",
+    "parsed_serve_args",
 ]

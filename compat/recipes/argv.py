@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 #: Short aliases of `vllm serve` flags (0.23-0.33; `-dc` from 0.24).
@@ -468,6 +469,14 @@ def _resolve(out: ServeArgs) -> None:
     out.kv_transfer_config = kv
     if out.kv_transfer_config_error:
         out.errors.append(out.kv_transfer_config_error)
+
+
+@lru_cache(maxsize=1 << 13)
+def parsed_serve_args(argv: tuple[str, ...]) -> ServeArgs:
+    """`parse_serve_args` of an argv, shared by every stage that reads it (enumeration's argv
+    problems, the outline's draft checkpoints, each release's judge, the spelling fixer): one
+    argv is parsed once, not once per stage. The result is read, never changed."""
+    return parse_serve_args(argv)
 
 
 def parse_serve_args(

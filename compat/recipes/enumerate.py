@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from compat.recipes.argv import parse_serve_args
+from compat.recipes.argv import parsed_serve_args
 from compat.recipes.features import (
     allowed_for_strategy,
     available_modes,
@@ -158,7 +158,7 @@ class Render:
 
 @lru_cache(maxsize=1 << 16)
 def _argv_errors(argv: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(parse_serve_args(argv).errors)
+    return tuple(parsed_serve_args(argv).errors)
 
 
 def _pin(recipe: Recipe, variant: dict[str, Any]) -> str:

@@ -95,9 +95,11 @@ class _Parser(argparse.ArgumentParser):
 
     #: every option's default, taken once the serve parser is built (`_take_defaults`)
     defaults_: dict[str, Any]
-    #: (always-reached actions, option strings sorted, their actions, the narrow parser), set by
-    #: the first `_narrowed` of this parser
-    narrow_index_: tuple[set[int], list[str], list[int], _Parser]
+    #: (always-reached actions, option strings sorted, their actions, the narrow parser, its
+    #: actions and option strings per set of picked actions), set by the first `_narrowed`
+    narrow_index_: tuple[
+        set[int], list[str], list[int], _Parser, dict[tuple[int, ...], tuple[list, dict]]
+    ]
 
     def error(self, message: str) -> NoReturn:
         raise _ParseError(self.prog, message)
@@ -894,8 +896,9 @@ def _narrowed(serve: _Parser, args: list[str]) -> _Parser:
             [o for o, _ in strings],
             [i for _, i in strings],
             narrow,
+            {},  # the actions and option strings of each set of picked actions, made once
         )
-    always, options, owners, narrow = index
+    always, options, owners, narrow, narrowings = index
     picked = set(always)
     for arg in args:
         if arg[:1] not in serve.prefix_chars:
@@ -911,9 +914,12 @@ def _narrowed(serve: _Parser, args: list[str]) -> _Parser:
                 j += 1
     # What parse_known_args reads of its parser: the actions, in order, and the option strings
     # in the order add_argument registered them (the order an ambiguity error lists them in).
-    actions = [serve._actions[i] for i in sorted(picked)]
-    narrow._actions = actions
-    narrow._option_string_actions = {o: a for a in actions for o in a.option_strings}
+    key = tuple(sorted(picked))
+    hit = narrowings.get(key)
+    if hit is None:
+        actions = [serve._actions[i] for i in key]
+        hit = narrowings[key] = (actions, {o: a for a in actions for o in a.option_strings})
+    narrow._actions, narrow._option_string_actions = hit  # read, never changed, by a parse
     return narrow
 
 

@@ -27,11 +27,13 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import hashlib
 import json
 import re
 from collections import defaultdict
 from typing import Any
 
+from compat.verdict.replay_cache import cached, to_doc
 from compat.vllm.cli_surface import SymbolResolver
 from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
@@ -50,45 +52,60 @@ class RewriteError(Exception):
 
 
 class ReleaseRewrite:
-    """One release's parse_args, compiled once; `__call__(argv, pull)` returns the rewritten
-    list or raises RewriteError."""
+    """One release's parse_args, compiled once when first run; `__call__(argv, pull)` returns
+    the rewritten list or raises RewriteError."""
 
     def __init__(self, tree: Any) -> None:
-        self.file = ""
-        self.line = 0
-        self.reason = ""
+        self.tree = tree
         self._program: IsolatedProgram | None = None
-        found = _find(tree)
-        if found is None:
-            self.reason = "FlexibleArgumentParser.parse_args not found"
-            return
-        self.file, fn = found
-        self.line = fn.lineno
-        if any(isinstance(n, ast.While) for n in ast.walk(fn)):
-            self.reason = f"parse_args ({self.file}:{self.line}) has a while loop"
-            return
-        fn = _Rewritten().visit(copy.deepcopy(fn))
-        functions: dict[str, tuple[ast.FunctionDef, str]] = {"parse_args": (fn, self.file)}
-        got = SymbolResolver(tree).resolve(self.file, "human_readable_int")
-        if got is not None and isinstance(got[1], ast.FunctionDef):
-            functions["human_readable_int"] = (got[1], got[0])
-        host = {
-            "re": re,
-            "json": json,
-            "defaultdict": defaultdict,
-            "ArgumentTypeError": argparse.ArgumentTypeError,
-            "Namespace": argparse.Namespace,
-            "sys": _Sys(),
-            "pull_args_from_config": None,  # set per call
-        }
-        try:
-            self._program = IsolatedProgram(tree, functions, host)
-        except (SandboxError, SyntaxError) as exc:
-            self.reason = f"parse_args ({self.file}:{self.line}) cannot be isolated: {exc}"
+        found = cached(tree, f"argv_rewrite {tree.version}", lambda: _found(tree))
+        self.file, self.line, self.reason = found["file"], found["line"], found["reason"]
+        self._functions = {name: (fn, file) for name, fn, file in found.get("functions", [])}
+        self.shape = found.get("shape", "")
+
+    def _compiled(self) -> IsolatedProgram | None:
+        """The program, compiled on the first run this release's own (not a run shared from
+        another release with this parse_args); None, with `reason`, when it cannot be isolated."""
+        if self._program is None and not self.reason:
+            host = {
+                "re": re,
+                "json": json,
+                "defaultdict": defaultdict,
+                "ArgumentTypeError": argparse.ArgumentTypeError,
+                "Namespace": argparse.Namespace,
+                "sys": _Sys(),
+                "pull_args_from_config": None,  # set per call
+            }
+            try:
+                self._program = IsolatedProgram(self.tree, self._functions, host)
+            except (SandboxError, SyntaxError) as exc:
+                self.reason = f"parse_args ({self.file}:{self.line}) cannot be isolated: {exc}"
+        return self._program
 
     def __call__(self, argv: list[str], pull: Any) -> list[str]:
-        if self._program is None:
+        if self.reason:
             raise RewriteError("unknown", f"vLLM's argv rewrite is not replayed: {self.reason}")
+        key = (self.shape, tuple(argv))
+        run = _RUNS.get(key)
+        if run is None:
+            if self._compiled() is None:
+                raise RewriteError("unknown", f"vLLM's argv rewrite is not replayed: {self.reason}")
+            pulled: list[bool] = []
+
+            def pulling(args: list[str]) -> list[str]:
+                pulled.append(True)
+                return pull(args)
+
+            run = self._run(argv, pulling)
+            if not pulled and self.shape:  # a run that read no --config file: the argv's alone
+                if len(_RUNS) >= _MAX_RUNS:
+                    _RUNS.clear()  # the runs a recipe shares are its own, met close together
+                _RUNS[key] = run
+        return self._answer(run)
+
+    def _run(self, argv: list[str], pull: Any) -> tuple[Any, ...]:
+        """How the release's parse_args ends on `argv`: ("ok", out), or how it fails."""
+        assert self._program is not None
         fn = self._program.globals["parse_args"]
         self._program.globals["pull_args_from_config"] = pull
         try:
@@ -96,18 +113,50 @@ class ReleaseRewrite:
         except RewriteError:
             raise
         except NameError as exc:
-            raise RewriteError(
-                "unknown", f"parse_args ({self.file}:{self.line}) uses {exc}, not provided"
-            ) from None
+            return ("name", str(exc))
         except SandboxError as exc:
-            raise RewriteError("unknown", f"parse_args ({self.file}:{self.line}): {exc}") from None
+            return ("sandbox", str(exc))
         except Exception as exc:  # noqa: BLE001 - the release's own rewrite raised: its answer
-            raise RewriteError(type(exc).__name__, str(exc)) from None
+            return ("raised", type(exc).__name__, str(exc))
         if not isinstance(out, list) or not all(isinstance(a, str) for a in out):
-            raise RewriteError(
-                "unknown", f"parse_args ({self.file}:{self.line}) did not end in super().parse_args"
-            )
-        return out
+            return ("not-list",)
+        return ("ok", tuple(out))
+
+    def _answer(self, run: tuple[Any, ...]) -> list[str]:
+        """The rewritten list of a run, or its failure as this release's RewriteError."""
+        where = f"parse_args ({self.file}:{self.line})"
+        if run[0] == "ok":
+            return list(run[1])
+        if run[0] == "name":
+            raise RewriteError("unknown", f"{where} uses {run[1]}, not provided")
+        if run[0] == "sandbox":
+            raise RewriteError("unknown", f"{where}: {run[1]}")
+        if run[0] == "raised":
+            raise RewriteError(run[1], run[2])
+        raise RewriteError("unknown", f"{where} did not end in super().parse_args")
+
+
+#: Runs of parse_args by (shape, argv). Releases share a parse_args far more often than not
+#: (55 releases, 15 shapes), and works_from and cause analysis judge one argv at many of them.
+_RUNS: dict[tuple[str, tuple[str, ...]], tuple[Any, ...]] = {}
+#: At most this many kept: unbounded, the memo would grow with every argv a worker meets.
+_MAX_RUNS = 20_000
+
+
+def _shape(functions: list[Any]) -> str:
+    """What a run of these functions depends on: their code, not where it sits (line numbers
+    change nothing a run returns or raises; the messages naming the file and line are the
+    release's own, made per release from the run)."""
+
+    def unplaced(doc: Any) -> Any:
+        if isinstance(doc, dict):
+            return {k: unplaced(v) for k, v in doc.items() if k != "@"}
+        if isinstance(doc, list):
+            return [unplaced(v) for v in doc]
+        return doc
+
+    text = json.dumps(unplaced(to_doc([[name, fn] for name, fn, _file in functions])))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class _Sys:
@@ -146,6 +195,25 @@ class _Rewritten(ast.NodeTransformer):
 
 def _on_self(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Name) and node.value.id in ("self", "FlexibleArgumentParser")
+
+
+def _found(tree: Any) -> dict[str, Any]:
+    """parse_args rewritten for the replay, and the helper it calls, as found in the source
+    (or why not: `reason`)."""
+    found = _find(tree)
+    if found is None:
+        return {"file": "", "line": 0, "reason": "FlexibleArgumentParser.parse_args not found"}
+    file, fn = found
+    out: dict[str, Any] = {"file": file, "line": fn.lineno, "reason": "", "functions": []}
+    if any(isinstance(n, ast.While) for n in ast.walk(fn)):
+        out["reason"] = f"parse_args ({file}:{fn.lineno}) has a while loop"
+        return out
+    out["functions"].append(("parse_args", _Rewritten().visit(copy.deepcopy(fn)), file))
+    got = SymbolResolver(tree).resolve(file, "human_readable_int")
+    if got is not None and isinstance(got[1], ast.FunctionDef):
+        out["functions"].append(("human_readable_int", got[1], got[0]))
+    out["shape"] = _shape(out["functions"])
+    return out
 
 
 def _find(tree: Any) -> tuple[str, ast.FunctionDef] | None:

@@ -137,6 +137,9 @@ def renderer(repo: RecipesRepo) -> Render:
 
     requirements = default_requirements()
     memo: dict[tuple, Combination | None] = {}
+    # One synthesizer per selection and omission, as enumeration keeps one per selection: its
+    # feature-independent steps are assembled once, and any feature state renders from it.
+    synthesizers: dict[tuple, Synthesizer] = {}
 
     def render(c: Combination, omit: frozenset[str]) -> Combination | None:
         key = (
@@ -157,15 +160,18 @@ def renderer(repo: RecipesRepo) -> Render:
         profile = repo.hardware.get(c.profiles[0]) if c.profiles else None
         out = None
         if recipe is not None and strategy is not None and profile is not None and not c.omni:
-            syn = Synthesizer(
-                recipe,
-                c.variant,
-                strategy,
-                profile,
-                requirements=requirements,
-                omit=omit,
-                sizing=c.sizing,
-            )  # the sizes the row was rendered at (its source's)
+            selection = (c.recipe, c.variant, c.strategy, c.profiles[:1], c.sizing, omit)
+            syn = synthesizers.get(selection)
+            if syn is None:
+                syn = synthesizers[selection] = Synthesizer(
+                    recipe,
+                    c.variant,
+                    strategy,
+                    profile,
+                    requirements=requirements,
+                    omit=omit,
+                    sizing=c.sizing,
+                )  # the sizes the row was rendered at (its source's)
             features = [f for f in c.features if f"features.{f}" not in omit]
             result = syn.render(features, dict(c.picks), ungated=(c.feature,) if c.gated else ())
             out = replace(

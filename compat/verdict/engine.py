@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from compat.hf import ModelFacts, ModelResolver
-from compat.recipes import Combination, ServeArgs, parse_serve_args
+from compat.recipes import Combination, ServeArgs, parsed_serve_args
 from compat.verdict import gates
 from compat.verdict.arguments import ArgFinding, check_arguments
 from compat.verdict.config_values import format_errors
@@ -40,10 +40,9 @@ INTERNAL_SPEC_FIELDS = INTERNAL_FIELDS["SpeculativeConfig"]
 NODE_POSITION_FLAGS = frozenset({"--node-rank", "--headless", "--data-parallel-start-rank"})
 
 
-@lru_cache(maxsize=8192)
 def _parse(argv: tuple[str, ...]) -> ServeArgs:
     """Parsed argv, shared by every release a combination is judged at (never mutated)."""
-    return parse_serve_args(list(argv))
+    return parsed_serve_args(tuple(argv))
 
 
 def known_flag(k: Knowledge, t: Any) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ class Knowledge:
     @property
     def runner(self) -> OverrideRunner | None:
         if self._runner is None and self.tree is not None:
-            self._runner = OverrideRunner(self.tree)
+            self._runner = _runner(self.tree)
         return self._runner
 
     @property
@@ -163,3 +163,26 @@ def knowledge_from_facts(
             else json.loads(r["value"])
         )
     return k
+
+
+class _FoundRunner(OverrideRunner):
+    """An OverrideRunner of what a fresh one found in the release (`file`, `fn`), without
+    parsing the release's speculative config module again."""
+
+    def __init__(self, tree: VllmTree, file: str, fn: Any) -> None:
+        self.tree, self.file, self.fn = tree, file, fn
+        self.line = fn.lineno if fn is not None else 0
+        self._code = None
+
+
+def _runner(tree: VllmTree) -> OverrideRunner:
+    """The release's hf_config_override runner, its function found once per release and
+    machine (compat.verdict.replay_cache): finding it parses a module of a few thousand lines."""
+    from compat.verdict.replay_cache import cached
+
+    def find() -> dict[str, Any]:
+        fresh = OverrideRunner(tree)
+        return {"file": fresh.file, "fn": fresh.fn}
+
+    found = cached(tree, f"override_runner {tree.version}", find)
+    return _FoundRunner(tree, found["file"], found["fn"])

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import posixpath
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from compat.sources.tree import VllmTree
+from compat.verdict.replay_cache import cached
 from compat.vllm.cli_surface import SymbolResolver
 from compat.vllm.sandbox import IsolatedProgram, SandboxError
 
@@ -142,28 +144,13 @@ class ServeRules:
         if tree is None:
             self.reason = f"the source of vLLM {version} is not available"
             return
-        self.r = SymbolResolver(tree)
-        functions: dict[str, tuple[ast.FunctionDef, str]] = {}
-        for stage, name, via in ENTRY_POINTS:
-            found = self._find(name, via)
-            if found is None and stage == "api_server":
-                found = self._run_server_checks()
-                if found is not None:
-                    name = RUN_SERVER_CHECKS
-            if found is None and stage == "validate" and self._never_called(name):
-                self.absent.add(stage)  # this release's `vllm serve` runs no such check
-                continue
-            if found is None:
-                self.missing[stage] = (
-                    f"{name} not found in vLLM {version} "
-                    f"(from {SERVE_CLI}{' via ' + via if via else ''})"
-                )
-                continue
-            file, fn = found
-            functions[name] = (fn, file)
-            self.entries.append((stage, name, file, fn.lineno))
-        self._helpers(functions)
-        self.headless_dispatch = self._headless_dispatch()
+        found = cached(tree, f"serve_rules {version}", self._found)
+        functions: dict[str, tuple[ast.FunctionDef, str]] = {
+            name: (fn, file) for name, fn, file in found["functions"]
+        }
+        self.entries = list(found["entries"])
+        self.missing, self.absent = found["missing"], set(found["absent"])
+        self.headless_dispatch = found["headless_dispatch"]
         if not functions:
             return
         path_cls = type("Path", (VirtualPath,), {"files": frozenset(template_files or [])})
@@ -183,6 +170,45 @@ class ServeRules:
         except (SandboxError, SyntaxError) as exc:
             self.reason = f"cannot isolate the validation functions of vLLM {version}: {exc}"
             self.program = None
+
+    @functools.cached_property
+    def r(self) -> SymbolResolver:
+        """The release's symbols (only what is not cached needs them: compat.verdict.replay_cache)."""
+        assert self.tree is not None
+        return SymbolResolver(self.tree)
+
+    def _found(self) -> dict[str, Any]:
+        """The entry points and every helper they call, as found in the release's source."""
+        functions: dict[str, tuple[ast.FunctionDef, str]] = {}
+        entries: list[tuple[str, str, str, int]] = []
+        missing: dict[str, str] = {}
+        absent: list[str] = []
+        for stage, name, via in ENTRY_POINTS:
+            found = self._find(name, via)
+            if found is None and stage == "api_server":
+                found = self._run_server_checks()
+                if found is not None:
+                    name = RUN_SERVER_CHECKS
+            if found is None and stage == "validate" and self._never_called(name):
+                absent.append(stage)  # this release's `vllm serve` runs no such check
+                continue
+            if found is None:
+                missing[stage] = (
+                    f"{name} not found in vLLM {self.version} "
+                    f"(from {SERVE_CLI}{' via ' + via if via else ''})"
+                )
+                continue
+            file, fn = found
+            functions[name] = (fn, file)
+            entries.append((stage, name, file, fn.lineno))
+        self._helpers(functions)
+        return {
+            "functions": [(name, fn, file) for name, (fn, file) in functions.items()],
+            "entries": entries,
+            "missing": missing,
+            "absent": absent,
+            "headless_dispatch": self._headless_dispatch(),
+        }
 
     def _headless_dispatch(self) -> str:
         """`file:line` of `ServeSubcommand.cmd` when it sends a headless node to `run_headless`

@@ -53,6 +53,9 @@ class ShellVars:
         out: list[Any] = []
         findings: list[Any] = []
         for token in argv:
+            if "$" not in token:  # no variable: the regex would find none (most tokens)
+                out.append(token)
+                continue
             names = [m.group(1) or m.group(2) for m in _VAR_IN_ARG.finditer(token)]
             if not names:
                 out.append(token)

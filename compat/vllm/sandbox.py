@@ -291,6 +291,30 @@ def _free_names(fn: ast.FunctionDef) -> set[str]:
     return loaded - assigned
 
 
+def _bare(fn: ast.FunctionDef, name: str, annotations: bool = False) -> ast.FunctionDef:
+    """`fn` named `name`, without decorators (and annotations, unless kept), for compiling
+    alone. A new FunctionDef (and arguments) sharing the body with `fn`: compiling reads an
+    AST, never changes it, and a deep copy of a release's function cost more than compiling it."""
+    out = _copy.copy(fn)
+    out.name, out.decorator_list = name, []
+    if annotations:
+        return out
+    out.returns = None
+    args = out.args = _copy.copy(fn.args)
+
+    def bare(a: ast.arg) -> ast.arg:
+        a = _copy.copy(a)
+        a.annotation = None
+        return a
+
+    args.posonlyargs = [bare(a) for a in fn.args.posonlyargs]
+    args.args = [bare(a) for a in fn.args.args]
+    args.kwonlyargs = [bare(a) for a in fn.args.kwonlyargs]
+    args.vararg = bare(fn.args.vararg) if fn.args.vararg else None
+    args.kwarg = bare(fn.args.kwarg) if fn.args.kwarg else None
+    return out
+
+
 _COMPILED: dict[tuple[int, int, str], tuple[Any, list[str], str, Any]] = {}
 
 
@@ -303,8 +327,7 @@ def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list
     _check_attrs(fn)
     g = _globals_for(tree, fn)
     missing = sorted(n for n in _free_names(fn) if n not in g and n not in g["__builtins__"])
-    fn2 = _copy.deepcopy(fn)
-    fn2.decorator_list = []
+    fn2 = _bare(fn, fn.name, annotations=True)
     marker = f"<isolated {file}:{fn.name}>"
     code = compile(
         ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), marker, "exec"
@@ -396,19 +419,7 @@ class IsolatedProgram:
         self.globals = g
         for name, (fn, _file) in functions.items():
             _check_attrs(fn)
-            fn2 = _copy.deepcopy(fn)
-            fn2.decorator_list = []
-            fn2.returns = None
-            for a in [
-                *fn2.args.posonlyargs,
-                *fn2.args.args,
-                *fn2.args.kwonlyargs,
-                fn2.args.vararg,
-                fn2.args.kwarg,
-            ]:
-                if a is not None:
-                    a.annotation = None
-            fn2.name = name
+            fn2 = _bare(fn, name)
             code = compile(
                 ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])),
                 self.MARKER,
