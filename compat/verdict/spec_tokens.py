@@ -5,7 +5,7 @@ an absent count and what it raises; this module applies it in `__post_init__`'s 
 written config and to what the draft config vLLM builds says (`DraftCounts`). What the draft
 config cannot tell (an unresolved checkpoint, a config class of the release's own that may set
 the value) is undecided: the finding is `unknown` wherever that value could change the verdict,
-and the check is quiet where it could not (a count of 1 is never refused for divisibility).
+and the check is quiet where it could not (no draft's n_predict refuses a count of 1 or 2).
 """
 
 from __future__ import annotations
