@@ -106,30 +106,41 @@ def bisect(
         shell=read_placeholders(Path(recipes)),
     )
 
-    def starts(version: str) -> bool | None:
-        outcomes = [pool.outcome(version, c) for c in combos]
-        if any(o is None for o in outcomes):
-            return None
-        res.visited[version] = worst(o.status for o in outcomes if o is not None).value
-        return res.visited[version] in STARTS
+    def passes(accept: frozenset[str]) -> Callable[[str], bool | None]:
+        """Does every selected combination's status at a release fall in `accept`? (None:
+        the release cannot be judged). The worst status is recorded as visited."""
 
-    if starts(pin):
+        def test(version: str) -> bool | None:
+            outcomes = [pool.outcome(version, c) for c in combos]
+            if any(o is None for o in outcomes):
+                return None
+            res.visited[version] = worst(o.status for o in outcomes if o is not None).value
+            return res.visited[version] in accept
+
+        return test
+
+    if passes(STARTS)(pin):
         res.first_ok, res.note = pin, f"already works at {pin}"
         res.why_ok = _chain(_outcomes(pool, pin, combos))
         return res
-    res.first_ok = pool.first_release(pin, starts, until=last)
-    found = res.first_ok
-    if found is None:
+    res.first_ok = pool.first_release(pin, passes(STARTS), until=last)
+    if res.first_ok is None:
+        res.first_clear = pool.first_release(pin, passes(NOT_BLOCKED), until=last)
+    _explain(res, pool, combos, span)
+    return res
 
-        def clear(version: str) -> bool | None:
-            return None if starts(version) is None else res.visited[version] in NOT_BLOCKED
 
-        res.first_clear = found = pool.first_release(pin, clear, until=last)
+def _explain(
+    res: BisectResult, pool: ReleasePool, combos: list[Combination], span: list[str]
+) -> None:
+    """The chains at the last blocked release and the first that works (or is no longer known
+    to fail), and the facts that changed between them."""
+    found = res.first_ok or res.first_clear
     if found is None:
         res.last_blocked = span[-1]
         res.note = f"still {res.visited.get(span[-1], 'unknown')} at {span[-1]}"
         res.why_blocked = _chain(_outcomes(pool, span[-1], combos))
-        return res
+        return
     before = [v for v in res.visited if release_key(v) < release_key(found)]
     res.last_blocked = max(before, key=release_key)
     res.why_blocked = _chain(_outcomes(pool, res.last_blocked, combos), worst_only=True)
@@ -140,7 +151,6 @@ def bisect(
             f"no release is known to start it; from {found} no command is known to fail, and "
             "there the verdict is unknown (a fact decides it)"
         )
-    return res
 
 
 def _outcomes(pool: ReleasePool, version: str, combos: list[Combination]) -> list[Outcome]:
