@@ -19,7 +19,7 @@ from compat.fix import gate, mode_variants, pin_bump, spelling, strategy, wordin
 from compat.fix.context import Case, Context, Proposal, Row
 from compat.fix.edits import Edit, apply
 from compat.fix.rejudge import describe, rejudge
-from compat.vocab import NOT_BLOCKED, release_key
+from compat.vocab import NOT_BLOCKED, STARTS, release_key
 
 
 @dataclass
@@ -86,7 +86,7 @@ def plan_recipe(case: Case, ctx: Context, depth: int = 0) -> dict[int, Planned]:
                 works_from=p.works_from or works_from[cid] or "",
             )
         if not works_from[cid]:
-            out[cid].clear_from = _first_clear(blocked[cid], ctx) or ""
+            out[cid].clear_from = _first_working(blocked[cid], ctx, NOT_BLOCKED) or ""
     return out
 
 
@@ -229,14 +229,10 @@ def _gone_later(pool: Any, release: str, c: Any, key: str) -> bool:
     return pool.first_without(release, c, key) is not None
 
 
-def _first_working(rows: list[Row], ctx: Context) -> str | None:
-    return ctx.pool.first_working(rows[0].release, [r.combo for r in rows])
-
-
-def _first_clear(rows: list[Row], ctx: Context) -> str | None:
-    """The first release where none of `rows` is known to fail (unknown there: a missing fact
-    decides), for a cause no release is known to start."""
-    return ctx.pool.first_working(rows[0].release, [r.combo for r in rows], accept=NOT_BLOCKED)
+def _first_working(rows: list[Row], ctx: Context, accept: frozenset[str] = STARTS) -> str | None:
+    """The first release where every row's command starts; with `accept=NOT_BLOCKED`, where
+    none is known to fail (for a cause no release is known to start: `clear_from`)."""
+    return ctx.pool.first_working(rows[0].release, [r.combo for r in rows], accept=accept)
 
 
 def _plan_bump(

@@ -81,7 +81,8 @@ def rejudge(
         for key in keys(r):
             by_release, gated = after.get(key, ({}, False))
             # What started at a release must start there still (not at every release judged:
-            # a command that starts at 0.33.0 may fail at 0.23.0 before and after the fix).
+            # a command that starts at 0.33.0 may fail at 0.23.0 before and after the fix). At
+            # the pin, the one release judged is the edited recipe's, which a bump moves.
             outcomes = (
                 [o for v, o in by_release.items() if v == r.release]
                 if releases
