@@ -136,6 +136,7 @@ def build(
     from compat.reuse import RecipeCache
     from compat.sources.pypi import one_index_answer
     from compat.tables import ModelFact, RecipeFile, ShellVariable
+    from compat.verdict import arg_memo
     from compat.verdict.shell import read_placeholders
 
     say = progress or (lambda _m: None)
@@ -167,7 +168,8 @@ def build(
             judging = _judging(db, repo, trees, releases, models, shell, index, say)
             judging.explicit, judging.pin_of, judging.unavailable = explicit, pin_of, unavailable
             cache.share(_shared_inputs(judging, index))
-            written, by_status = _judge_all(db, judging, outlines, combos, cache, say)
+            with arg_memo.session():
+                written, by_status = _judge_all(db, judging, outlines, combos, cache, say)
             db.replace(RecipeFile, _recipe_hashes(repo))
             served = {m for o in outlines.values() for m in o.model_ids}
             db.replace(ModelFact, _model_fact_rows(models, served))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from compat.blocks import Block, Judging, judge_recipe
+from compat.verdict import arg_memo
 from compat.vllm.facts import cpu_count as cpus  # one answer for scans and builds
 
 Say = Callable[[str], None]
@@ -75,6 +76,8 @@ def _in_workers(
                     say(message[1])
                 elif message[0] == "block":
                     yield paths[message[1]], Block.from_json(message[2])
+                elif message[0] == "arguments":
+                    arg_memo.add_new(message[1])
                 elif message[0] == "done":
                     del pending[ready]
                 else:
@@ -129,6 +132,7 @@ def _worker(
                 break
             block = judge_recipe(j, paths[i], combos(paths[i]))
             conn.send(("block", i, block.as_json()))
+        conn.send(("arguments", arg_memo.take_new()))  # the parent keeps what was found
         conn.send(("done",))
     except BaseException as exc:  # noqa: BLE001 (the parent judges what is left)
         code = 1

@@ -226,7 +226,7 @@ def judged_case(case: Case, edits: list[Edit], ctx: Context) -> Case:
 
 def _gone_later(pool: Any, release: str, c: Any, key: str) -> bool:
     """Whether a release after `release` no longer has finding `key` for command `c`."""
-    return pool.first_without(release, c, key) is not None
+    return pool.gone_later(release, c, key)
 
 
 def _first_working(rows: list[Row], ctx: Context, accept: frozenset[str] = STARTS) -> str | None:

@@ -80,7 +80,7 @@ class Sweep:
         self.render = render
         self.book = book
         self._works_from: dict[tuple, str | None] = {}
-        self._unblocked: dict[tuple, str | None] = {}
+        self._unblocked: dict[tuple, bool] = {}
         self._causes: dict[tuple, list[Cause]] = {}
 
     def works_from(self, version: str, c: Combination) -> str | None:
@@ -89,11 +89,11 @@ class Sweep:
             self._works_from[key] = self.pool.first_working(version, [c])
         return self._works_from[key]
 
-    def gone_from(self, version: str, c: Combination, finding: str) -> str | None:
-        """First later release where `c` no longer has the blocking finding (it may fail otherwise)."""
+    def gone_later(self, version: str, c: Combination, finding: str) -> bool:
+        """Does a later release no longer have the blocking finding for `c` (it may fail otherwise)?"""
         key = (version, c.recipe, c.platform, c.model_id, c.argvs, finding)
         if key not in self._unblocked:
-            self._unblocked[key] = self.pool.first_without(version, c, finding)
+            self._unblocked[key] = self.pool.gone_later(version, c, finding)
         return self._unblocked[key]
 
     def causes_of(self, version: str, c: Combination, o: Outcome) -> list[Cause]:
@@ -116,7 +116,7 @@ class Sweep:
                 o,
                 self.pool.memoised(version),
                 self.render,
-                gone_later=lambda k: self.gone_from(version, c, k) is not None,
+                gone_later=lambda k: self.gone_later(version, c, k),
             )
         return self._causes[key]
 

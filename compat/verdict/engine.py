@@ -18,7 +18,7 @@ from typing import Any
 
 from compat.hf import ModelFacts, ModelResolver
 from compat.recipes import Combination, ServeArgs, parsed_serve_args
-from compat.verdict import gates
+from compat.verdict import arg_memo, gates
 from compat.verdict.arguments import ArgFinding, check_arguments
 from compat.verdict.config_values import format_errors
 from compat.verdict.drafts import PP_MSG, TARGET_DRAFTED, DraftResolution, resolve_draft
@@ -221,13 +221,20 @@ class Judge:
             return None
         partial = any(n.startswith("cli: partial") for n in self.k.notes)
         out = []
-        for af in check_arguments(self.k, list(argv), self.shell).findings:
+        for af in self._checked(argv):
             status = Status(af.status)
             if partial and af.key[:1] == ("unrecognized",):
                 status = Status.UNKNOWN  # the flag list of this release is incomplete
             out.append(_argument_finding(af, status, af.step))
         self._arg_cache[key] = out
         return out
+
+    def _checked(self, argv: tuple[str, ...] | list[str]) -> list[Any]:
+        """check_arguments' findings, kept across a build's processes (compat.verdict.arg_memo)."""
+        args = list(argv)
+        return arg_memo.findings(
+            self.k, args, self.shell, lambda: check_arguments(self.k, args, self.shell).findings
+        )
 
     def unverified_arguments(self, argv: tuple[str, ...] | list[str]) -> list[Finding]:
         """The replay at a release whose argv rewrite is not verified: what it rejects is
@@ -237,7 +244,7 @@ class Judge:
         if key in self._arg_cache:
             return self._arg_cache[key]
         out = []
-        for af in check_arguments(self.k, list(argv), self.shell).findings:
+        for af in self._checked(argv):
             if (
                 af.key[:1] == ("unrecognized",)
                 and af.key[1].strip()

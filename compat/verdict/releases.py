@@ -182,21 +182,34 @@ class ReleasePool:
 
     def first_without(self, version: str, combo: Combination, key: str) -> str | None:
         """The first release after `version` where `combo` no longer has blocking finding `key`."""
+        return self.first_release(version, self._without(combo, key))
 
+    def gone_later(self, version: str, combo: Combination, key: str) -> bool:
+        """Whether some release after `version` no longer has blocking finding `key` for `combo`:
+        `first_without(...) is not None`, which the newest analysable release decides (the
+        bisection below it only places the change)."""
+        return self._newest_passes(self.later(version), self._without(combo, key))
+
+    def _without(self, combo: Combination, key: str) -> Callable[[str], bool | None]:
         def gone(v: str) -> bool | None:
             o = self.outcome(v, combo)
             return None if o is None else ("blocked", key) not in o.keys
 
-        return self.first_release(version, gone)
+        return gone
+
+    @staticmethod
+    def _newest_passes(span: list[str], test: Callable[[str], bool | None]) -> bool:
+        """Drops the newest releases of `span` that cannot be analysed; does the newest left pass?"""
+        while span and test(span[-1]) is None:
+            span.pop()  # the newest end cannot be analysed: search below it
+        return bool(span) and bool(test(span[-1]))
 
     def first_release(
         self, version: str, test: Callable[[str], bool | None], until: str | None = None
     ) -> str | None:
         """The first release after `version` passing `test` (None: cannot tell), by bisection."""
         span = self.later(version, until)
-        while span and test(span[-1]) is None:
-            span.pop()  # the newest end cannot be analysed: search below it
-        if not span or not test(span[-1]):
+        if not self._newest_passes(span, test):
             return None
         lo, hi = -1, len(span) - 1  # span[hi] passes; everything at or below lo is not known to
         while hi - lo > 1:
