@@ -193,14 +193,14 @@ def _outlines(repo: Any, cache: Any) -> tuple[dict[str, Any], dict[str, list[Any
     from compat.blocks import Outline
     from compat.recipes import enumerate_recipe
 
-    outlines, combos = {}, {}
-    for path, recipe in repo.recipes.items():
-        outline = cache.outline(path)
-        if outline is None:
-            combos[path] = enumerate_recipe(repo, recipe)
-            outline = Outline.of(combos[path])
-            cache.put_outline(path, outline)
-        outlines[path] = outline
+    from compat.workers import split_map
+
+    outlines = {path: cache.outline(path) for path in repo.recipes}
+    todo = [path for path, outline in outlines.items() if outline is None]
+    combos = dict(zip(todo, split_map(lambda p: enumerate_recipe(repo, repo.recipes[p]), todo)))
+    for path in todo:
+        outlines[path] = Outline.of(combos[path])
+        cache.put_outline(path, outlines[path])
     return outlines, combos
 
 

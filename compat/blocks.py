@@ -67,6 +67,18 @@ class Block:
     gates: list[dict[str, Any]] = field(default_factory=list)  # ungate proposals, ids from 1
     models: dict[str, str] = field(default_factory=dict)  # model id -> hash of its facts, read
     drafts: Drafts = field(default_factory=lambda: {p: [] for p in PHASES})
+    # The `as_json` text this block was read from (a worker's message): kept by the cache as is.
+    _text: str | None = field(default=None, compare=False, repr=False)
+
+    def text(self) -> str:
+        """The `as_json` document as JSON text."""
+        return self._text if self._text is not None else json.dumps(self.as_json())
+
+    @classmethod
+    def from_text(cls, text: str) -> Block:
+        block = cls.from_json(json.loads(text))
+        block._text = text
+        return block
 
     def as_json(self) -> dict[str, Any]:
         values, rows = _interned(self.verdicts)

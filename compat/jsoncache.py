@@ -61,10 +61,14 @@ class JsonCache:
             return None  # absent, or unreadable: computed again (and rewritten)
 
     def _write(self, key: str, doc: Any) -> None:
+        self._write_text(key, json.dumps(doc))
+
+    def _write_text(self, key: str, text: str) -> None:
+        """`_write` of a document already in JSON text."""
         if not self.enabled:
             return
         path = self._path(key)
-        data = gzip.compress(json.dumps(doc).encode(), compresslevel=1)
+        data = gzip.compress(text.encode(), compresslevel=1)
         tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -100,7 +100,7 @@ class ResultCache(JsonCache):
         return block
 
     def put_block(self, key: str, block: Block) -> None:
-        self._write(key, block.as_json())
+        self._write_text(key, block.text())
 
 
 class RecipeCache:

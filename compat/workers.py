@@ -75,7 +75,7 @@ def _in_workers(
                 if message[0] == "say":
                     say(message[1])
                 elif message[0] == "block":
-                    yield paths[message[1]], Block.from_json(message[2])
+                    yield paths[message[1]], Block.from_text(message[2])
                 elif message[0] == "arguments":
                     arg_memo.add_new(message[1])
                 elif message[0] == "done":
@@ -90,6 +90,63 @@ def _in_workers(
             if proc.is_alive():
                 proc.terminate()
             proc.join()
+
+
+def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """`[fn(x) for x in items]`, every other item computed in a forked child while this process
+    computes the rest; the child's results come back pickled. With one core, no fork, or a
+    child that fails, its items are computed here too (an error then surfaces as itself)."""
+    import multiprocessing
+    import pickle
+
+    if len(items) < MIN_PARALLEL or cpus() < 2:
+        return [fn(x) for x in items]
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(x) for x in items]
+    ctx = multiprocessing.get_context("fork")
+    theirs: list[Any] | None = None
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_map_child, args=(fn, items[1::2], send), daemon=True)
+    try:
+        with _signals_held():
+            proc.start()
+        send.close()
+        mine = [fn(x) for x in items[0::2]]
+        with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
+            theirs = pickle.loads(recv.recv_bytes())
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.terminate()
+        if proc.pid is not None:
+            proc.join()
+    if theirs is None:
+        theirs = [fn(x) for x in items[1::2]]
+    out: list[Any] = [None] * len(items)
+    out[0::2], out[1::2] = mine, theirs
+    return out
+
+
+def _map_child(fn: Callable[[Any], Any], items: list[Any], conn: Any) -> None:
+    """split_map's child: its results, pickled, or nothing when it fails (the parent then
+    computes them)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # held since the fork (_signals_held)
+    code = 0
+    try:
+        conn.send_bytes(_pickled([fn(x) for x in items]))
+    except BaseException:  # noqa: BLE001 (the parent computes them)
+        code = 1
+    finally:
+        conn.close()
+        os._exit(code)
+
+
+def _pickled(value: Any) -> bytes:
+    import pickle
+
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 #: The signals a worker takes no handler of the parent's for (see _signals_held).
@@ -131,7 +188,7 @@ def _worker(
             if i >= len(paths):
                 break
             block = judge_recipe(j, paths[i], combos(paths[i]))
-            conn.send(("block", i, block.as_json()))
+            conn.send(("block", i, block.text()))
         conn.send(("arguments", arg_memo.take_new()))  # the parent keeps what was found
         conn.send(("done",))
     except BaseException as exc:  # noqa: BLE001 (the parent judges what is left)

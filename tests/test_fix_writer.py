@@ -144,3 +144,16 @@ def test_cause_lines_point_at_the_deepest_key_present() -> None:
     assert line_of(lines, ("model", "min_vllm_version")) == 4
     assert line_of(lines, ("features", "spec_decoding", "modes", "mtp")) == 6  # no modes: the feature's line
     assert line_of(lines, ("nothing",)) == 1
+
+
+def test_key_lines_read_with_libyaml_are_the_pure_python_loaders(snapshot, monkeypatch) -> None:
+    """key_lines uses libyaml's loader where PyYAML has it: on every snapshot file, the same lines."""
+    import yaml
+
+    from compat.fix import locate
+
+    files = sorted(snapshot.rglob("*.yaml"))
+    fast = [locate.key_lines(f.read_text(encoding="utf-8")) for f in files]
+    monkeypatch.setattr(locate, "_LOADER", yaml.SafeLoader)
+    assert [locate.key_lines(f.read_text(encoding="utf-8")) for f in files] == fast
+    assert len(files) > 100 and sum(map(len, fast)) > 1000
