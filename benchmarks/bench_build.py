@@ -6,6 +6,9 @@ Usage: python benchmarks/bench_build.py RECIPES_DIR [VERSION ...] [--only RUN,..
 Runs, each `python -m compat.cli build` in a child process:
 
   warm pinned, judged   each recipe at its pin, facts cached, no results yet: every recipe judged
+                        (vLLM's argument handling of each argv from `arguments`, as kept by an
+                        earlier build of this code: compat.verdict.arg_memo)
+  arguments cold        warm pinned, judged, with no argument findings kept: every argv replayed
   warm pinned           the same build again: every recipe's results reused (compat.reuse)
   incremental           then a copy of the checkout with one recipe edited (`--edit`, default
                         models/zai-org/GLM-5.2.yaml: one more base arg)
@@ -15,12 +18,13 @@ Runs, each `python -m compat.cli build` in a child process:
                         sdists downloaded beforehand, facts computed; warm = the same again
   cold pinned           an empty cache: sdists download from the package index, facts computed
 
-The warm runs share a scratch cache whose sdists, trees, facts and argument replay findings
-(`replay`, compat.verdict.replay_cache: like facts, a function of a release's source and the
-code) are the user cache's (`COMPAT_CACHE` or the user cache dir) and whose results start empty; `--prime` first runs a
-pinned build there (reusing nothing) so every release it visits has facts. `--only` picks runs
-by name (`--only "warm pinned,incremental"`); `--code DIR` runs another checkout's compat (the
-main branch, for a before/after). CPU is user + system time of the child and of the scan
+The warm runs share a scratch cache whose sdists, trees, facts, argument replay findings
+(`replay`, compat.verdict.replay_cache) and argument findings (`arguments`, compat.verdict.
+arg_memo) are the user cache's (`COMPAT_CACHE` or the user cache dir; like facts, functions of a
+release's source and the code) and whose results start empty; `--prime` first runs a pinned
+build there (reusing nothing) so every release it visits has facts and argument findings.
+`--only` picks runs by name (`--only "warm pinned,incremental"`); `--code DIR` runs another
+checkout's compat (the main branch, for a before/after). CPU is user + system time of the child and of the scan
 workers it forks; peak RSS is the child's maximum resident set size.
 """
 
@@ -37,9 +41,10 @@ from pathlib import Path
 
 EXPLICIT = ["0.23.0", "0.24.0", "0.27.1", "0.30.0", "0.33.0"]
 TWO = ["0.23.0", "0.33.0"]
-SHARED = ("sdists", "index", "trees", "facts", "replay", "wheels", "hf-trees")
+SHARED = ("sdists", "index", "trees", "facts", "replay", "arguments", "wheels", "hf-trees")
 RUNS = (
     "warm pinned, judged",
+    "arguments cold",
     "warm pinned",
     "incremental",
     "two-release, judged",
@@ -160,6 +165,10 @@ def main() -> None:
                 b.build(f"{name}, judged", args.recipes, versions)
             if name in wanted:
                 b.build(name, args.recipes, versions)
+        if "arguments cold" in wanted:
+            kept = tuple(p for p in SHARED if p != "arguments")
+            cache = b.fresh_cache("no-arguments", kept)
+            b.build("arguments cold", args.recipes, [], COMPAT_CACHE=cache)
         if "incremental" in wanted:
             b.build("incremental", edited_copy(args.recipes, b.tmp / "edited", args.edit), [])
         if {"explicit cold", "explicit warm"} & set(wanted):

@@ -101,12 +101,27 @@ def element_of(field: str, source: str | None = None) -> str:
     return field
 
 
+#: dedupe_args' results by argument list: cause analysis renders a recipe again without each
+#: element, through a synthesizer per omission, and most of those lists were deduplicated before.
+_DEDUPED: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
 def dedupe_args(args: Iterable[str]) -> list[str]:
     """`dedupeArgs` (L785-825): keep each flag's last (flag, value) unit, at its last position.
 
     A '-'-token followed by a non-'-' token is a unit; positionals always stay.
     Empty strings are dropped first, as `args.filter(Boolean)` does.
     """
+    key = tuple(args)
+    hit = _DEDUPED.get(key)
+    if hit is None:
+        if len(_DEDUPED) >= 1 << 16:
+            _DEDUPED.clear()  # bounded: a build meets a few tens of thousands
+        hit = _DEDUPED[key] = tuple(_dedupe(key))
+    return list(hit)
+
+
+def _dedupe(args: tuple[str, ...]) -> list[str]:
     tokens = [a for a in args if a]
     count = len(tokens)
     units: list[tuple[str | None, int, int]] = []  # (flag or None, start, end)

@@ -47,6 +47,7 @@ def session() -> Iterator[None]:
         _docs.clear()
         _new.clear()
         _shells.clear()
+        _keys.clear()
 
 
 def findings(k: Any, argv: list[str], shell: Any, check: Callable[[], list[Any]]) -> list[Any]:
@@ -96,7 +97,18 @@ def release_id(k: Any) -> str | None:
     return getattr(k.tree, "sha256", None) if k.tree is not None else None
 
 
+_keys: dict[tuple[int, int], tuple[Any, Any, str | None]] = {}  # (id(k), id(shell)) -> key
+
+
 def _doc_key(k: Any, shell: Any) -> str | None:
+    """The document of `k`'s release and `shell` (one per pair, computed once a session)."""
+    kept = _keys.get((id(k), id(shell)))
+    if kept is None or kept[0] is not k or kept[1] is not shell:
+        kept = _keys[(id(k), id(shell))] = (k, shell, _key_of(k, shell))
+    return kept[2]
+
+
+def _key_of(k: Any, shell: Any) -> str | None:
     from compat.jsoncache import project_hash
 
     sha = release_id(k)

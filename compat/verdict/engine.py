@@ -123,6 +123,7 @@ class Judge:
         # Draft mappings met while judging recipe models (added to draft_mapping / v_draft).
         self.drafts: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._gate_hits: dict[str, list[Finding]] = {}
+        self._spec_cache: dict[tuple[str, str], list[Finding]] = {}  # _spec_keys, per spec JSON
         self._abbreviates: dict[str, list[str]] = {}
         # Told which models and draft mappings each judgement reads, cache hits included, so
         # a build can tell what one recipe's results depend on (compat.blocks.Recorder).
@@ -286,12 +287,17 @@ class Judge:
         `__post_init__`, whose checks on the JSON alone are replayed here (compat.vllm.post_init;
         those reading the target's configs are compat.verdict.drafts')."""
         spec = args.speculative_config
+        if not isinstance(spec, dict):
+            return []
+        key = (prefix, json.dumps(spec, default=repr))  # what they read: the dict, in its order
+        hit = self._spec_cache.get(key)
+        if hit is None:
+            hit = self._spec_cache[key] = self._spec_keys_of(spec, prefix)
+        return hit
+
+    def _spec_keys_of(self, spec: dict[str, Any], prefix: str) -> list[Finding]:
         sp = self.k.serve_parser
-        if (
-            not isinstance(spec, dict)
-            or sp is None
-            or "SpeculativeConfig" not in sp.validator.schemas
-        ):
+        if sp is None or "SpeculativeConfig" not in sp.validator.schemas:
             return []
         forbidden = self.k.release_facts.get("speculative_forbidden_fields") or {}
         for name, row in sorted((forbidden.get("fields") or {}).items()):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -337,6 +338,13 @@ _CMP = {
 }
 
 
+@lru_cache(maxsize=1 << 12)
+def _parsed(text: str, mode: str) -> Any:
+    """A recorded condition or statement, parsed once (the replay reads its nodes, never
+    changes them): a build evaluates the same few hundred for every argv."""
+    return ast.parse(text, mode=mode)
+
+
 def evaluate(
     check: dict[str, Any], fields: dict[str, Any], torch: str | None = None
 ) -> bool | None:
@@ -357,12 +365,12 @@ def evaluate_detail(
         path = check.get("path")
         if not path:
             env.run(prelude)
-            return env.truth(ast.parse(check["cond"], mode="eval").body), None
+            return env.truth(_parsed(check["cond"], "eval").body), None
         ran, undecided = 0, False
         for cond, k in path:  # as vLLM runs it: the statements before a test, then the test
             env.run(prelude[ran:k])
             ran = max(ran, k)
-            t = env.truth(ast.parse(cond, mode="eval").body)
+            t = env.truth(_parsed(cond, "eval").body)
             if t is False:
                 return False, None
             undecided = undecided or t is None
@@ -406,7 +414,7 @@ class _Env:
         """Replay recorded statements on the fields; a field set where the replay cannot tell
         how becomes undecided (missing)."""
         for text in statements:
-            for st in ast.parse(text).body:
+            for st in _parsed(text, "exec").body:
                 self.step(st)
 
     def step(self, st: ast.stmt) -> None:
