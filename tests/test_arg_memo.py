@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import types
 from pathlib import Path
 
@@ -19,6 +20,14 @@ from tests.test_reuse import tables
 
 def _k(sha: str | None) -> types.SimpleNamespace:
     return types.SimpleNamespace(tree=types.SimpleNamespace(sha256=sha) if sha else None)
+
+
+def _kept_rows(cache: Path) -> int:
+    con = sqlite3.connect(cache / "arguments" / "findings.sqlite3")
+    try:
+        return con.execute("SELECT count(*) FROM finding").fetchone()[0]
+    finally:
+        con.close()
 
 
 RECIPES = (
@@ -69,7 +78,7 @@ def test_a_build_from_kept_findings_writes_the_tables_of_one_that_ran_them(
         return db
 
     ran = build("ran")
-    assert list((tmp_path / "cache" / "arguments").rglob("*.json.gz"))
+    assert _kept_rows(tmp_path / "cache") > 100
 
     def check_arguments(*_a, **_kw):
         raise AssertionError("an argv the first build checked is checked again")
@@ -132,3 +141,31 @@ def test_a_workers_findings_are_written_by_the_parent(isolated_cache):
         arg_memo.add_new(handed)  # the parent, on the worker's message
     with arg_memo.session():
         assert arg_memo.findings(_k("abc"), ["--y"], None, lambda: []) == found
+
+
+def test_rows_of_another_code_version_are_dropped_when_a_build_saves(isolated_cache, monkeypatch):
+    from compat import jsoncache
+
+    found = [ArgFinding("parse", "unknown", "s", "", [], ("u",), "")]
+    monkeypatch.setattr(jsoncache, "project_hash", lambda: "old code")
+    with arg_memo.session():
+        arg_memo.findings(_k("abc"), ["--old"], None, lambda: found)
+    assert _kept_rows(isolated_cache) == 1
+    monkeypatch.setattr(jsoncache, "project_hash", lambda: "new code")
+    with arg_memo.session():
+        assert arg_memo.findings(_k("abc"), ["--old"], None, lambda: []) == []  # not the old row
+        arg_memo.findings(_k("abc"), ["--new"], None, lambda: found)
+    con = sqlite3.connect(isolated_cache / "arguments" / "findings.sqlite3")
+    assert con.execute("SELECT DISTINCT project FROM finding").fetchall() == [("new code",)]
+    assert _kept_rows(isolated_cache) == 2  # both argvs, as the new code found them
+    con.close()
+
+
+def test_an_unreadable_cache_costs_time_never_a_verdict(isolated_cache):
+    path = isolated_cache / "arguments" / "findings.sqlite3"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a database " * 100)
+    found = [ArgFinding("parse", "blocked", "s", "m", [], ("k",), "SystemExit")]
+    with arg_memo.session():
+        assert arg_memo.findings(_k("abc"), ["--x"], None, lambda: found) == found
+        assert arg_memo.findings(_k("abc"), ["--y"], None, lambda: []) == []
