@@ -310,3 +310,15 @@ def test_bad_args_become_combination_problems(mini: RecipesRepo) -> None:
         "is a number, not a string (rendered as '8')" in lines
     )
     assert "--max-num-seqs" in result.argvs[0][1] and "8" in result.argvs[0][1]
+
+
+def test_deduplicated_lists_are_kept_but_never_shared() -> None:
+    """dedupe_args keeps its results per argument list: a caller changing the list it got
+    changes nothing the next caller gets."""
+    from compat.recipes.synthesis import dedupe_args
+
+    args = ["--tp", "2", "--x", "--tp", "4", "model"]
+    first = dedupe_args(args)
+    assert first == ["--x", "--tp", "4", "model"]
+    first.append("--changed")
+    assert dedupe_args(iter(args)) == ["--x", "--tp", "4", "model"]
