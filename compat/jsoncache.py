@@ -7,12 +7,13 @@ curated data every result is computed with. A leaf module, so either can use it.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,36 @@ def project_hash() -> str:
 def _kept(path: Path, root: Path) -> bool:
     parts = path.relative_to(root).parts
     return not any(p.startswith(".") or p == "__pycache__" for p in parts)
+
+
+@contextlib.contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """An exclusive lock named `name` under `$COMPAT_CACHE/locks`, held across processes while
+    the block runs (work that fills a cache entry, done once while others wait for it). Where
+    no lock can be taken (no fcntl, a read-only cache) the block runs unlocked: the caches'
+    atomic writes keep the result right, only the work may be done twice."""
+    from compat.sources.pypi import cache_dir
+
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    fh = None
+    try:
+        folder = cache_dir() / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        fh = open(folder / f"{name}.lock", "a")  # noqa: SIM115 (held until the block ends)
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    except OSError:
+        if fh is not None:
+            fh.close()
+        fh = None
+    try:
+        yield
+    finally:
+        if fh is not None:
+            fh.close()  # releases the lock
 
 
 class JsonCache:

@@ -98,13 +98,17 @@ class ReleasePool:
             return judge
         if version in self.unavailable:
             return None
+        from compat.jsoncache import cache_lock
         from compat.scan import release_facts
         from compat.sources import tree_from_index
 
         try:
             self.say(f"works_from: scanning vllm {version}")
-            tree = tree_from_index(version, progress=self.say)
-            facts, _cached = release_facts(tree, self.say)
+            # One process downloads and scans a release; a build's other workers wait for it,
+            # then read the caches (each would otherwise scan it too, on the same cores).
+            with cache_lock(f"release-{version}"):
+                tree = tree_from_index(version, progress=self.say)
+                facts, _cached = release_facts(tree, self.say)
         except UserError as exc:
             self.unavailable[version] = exc.line()
             return None
