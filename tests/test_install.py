@@ -35,7 +35,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     The copy keeps setuptools' build/ and *.egg-info out of the checkout.
     """
     base = tmp_path_factory.mktemp("install")
-    before = {p.name for p in REPO.iterdir()}
+    before = _build_leftovers()
     src = base / "src"
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
         ".git", ".venv", "tests", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
@@ -50,8 +50,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)],
                        capture_output=True, text=True, cwd=base)
     assert r.returncode == 0, r.stderr
-    assert {p.name for p in REPO.iterdir()} == before  # nothing (build/, *.egg-info) left in the checkout
+    assert _build_leftovers() == before  # nothing (build/, *.egg-info) left in the checkout
     return venv / "bin"
+
+
+def _build_leftovers() -> set[str]:
+    """What a package build leaves in a checkout (other tests, running alongside, may add
+    their own caches: only these are the install's to leave)."""
+    return {p.name for p in REPO.iterdir() if p.name in ("build", "dist") or p.name.endswith(".egg-info")}
 
 
 def _run(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
