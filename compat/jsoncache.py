@@ -2,7 +2,9 @@
 
 The results cache (compat.reuse) and the argument replay's cache (compat.verdict.replay_cache)
 both store gzipped JSON, written atomically, and key it on `project_hash`: the code and
-curated data every result is computed with. A leaf module, so either can use it.
+curated data every result is computed with. A leaf module, so either can use it; the
+argument findings (compat.verdict.arg_memo) key on `project_hash` too, and `cache_lock` lets
+one process fill a cache entry that others wait for.
 """
 
 from __future__ import annotations

@@ -130,9 +130,7 @@ def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
 def _map_child(fn: Callable[[Any], Any], items: list[Any], conn: Any) -> None:
     """split_map's child: its results, pickled, or nothing when it fails (the parent then
     computes them)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # held since the fork (_signals_held)
+    _child_signals()
     code = 0
     try:
         conn.send_bytes(_pickled([fn(x) for x in items]))
@@ -167,6 +165,14 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def _child_signals() -> None:
+    """A forked child's signals: SIGINT ignored and SIGTERM ending it (the parent handles
+    both), then the two released that were held since the fork (_signals_held)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+
+
 def _worker(
     j: Judging, paths: list[str], combos: Callable[[str], list[Any]], position: Any, conn: Any
 ) -> None:
@@ -175,9 +181,7 @@ def _worker(
     Signals are the parent's to handle (it terminates the worker); the worker ends with
     os._exit, leaving the parent's files, buffers and database connection alone.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # held since the fork (_signals_held)
+    _child_signals()
     code = 0
     try:
         j.pool.say = lambda msg: conn.send(("say", msg))

@@ -80,7 +80,7 @@ class Sweep:
         self.render = render
         self.book = book
         self._works_from: dict[tuple, str | None] = {}
-        self._unblocked: dict[tuple, bool] = {}
+        self._gone_later: dict[tuple, bool] = {}
         self._causes: dict[tuple, list[Cause]] = {}
 
     def works_from(self, version: str, c: Combination) -> str | None:
@@ -92,9 +92,9 @@ class Sweep:
     def gone_later(self, version: str, c: Combination, finding: str) -> bool:
         """Does a later release no longer have the blocking finding for `c` (it may fail otherwise)?"""
         key = (version, c.recipe, c.platform, c.model_id, c.argvs, finding)
-        if key not in self._unblocked:
-            self._unblocked[key] = self.pool.gone_later(version, c, finding)
-        return self._unblocked[key]
+        if key not in self._gone_later:
+            self._gone_later[key] = self.pool.gone_later(version, c, finding)
+        return self._gone_later[key]
 
     def causes_of(self, version: str, c: Combination, o: Outcome) -> list[Cause]:
         key = (
