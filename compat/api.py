@@ -208,7 +208,9 @@ def _open_trees(
     pins: set[str], versions: list[str], srcs: list[str], progress: Progress | None
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """(label -> tree, pin -> release, release or pin -> why unavailable) of the releases a
-    build judges: those given, else every release a recipe pins. Sdists download at once."""
+    build judges: those given, else every release a recipe pins. Sdists download at once, and
+    each release is scanned as soon as it lands (compat.scan.scan_ahead)."""
+    from compat.scan import scan_ahead
     from compat.sources import tree_from_path
     from compat.sources.pypi import trees_from_index
     from compat.sources.tree import VllmTree
@@ -216,8 +218,9 @@ def _open_trees(
 
     trees: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
+    ready = scan_ahead(progress)  # releases scanned as they land, while the rest download
     if versions or srcs:
-        for v, found in trees_from_index(versions, progress).items():
+        for v, found in trees_from_index(versions, progress, ready=ready).items():
             if not isinstance(found, VllmTree):
                 raise found  # a release asked for by name must be there
             trees[v] = found
@@ -230,7 +233,7 @@ def _open_trees(
         if pin not in pin_of:
             unavailable[pin] = f"release {pin!r} is not on the package index"
     wanted = sorted(set(pin_of.values()), key=release_key)
-    for v, found in trees_from_index(wanted, progress).items():
+    for v, found in trees_from_index(wanted, progress, ready=ready).items():
         if isinstance(found, VllmTree):
             trees[v] = found
         else:

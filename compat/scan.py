@@ -52,12 +52,32 @@ def compute_facts(tree: VllmTree, progress: Progress | None = None) -> dict[str,
         return vfacts.compute(tree, VERDICT_PLATFORMS, progress)
 
 
+def facts_path(tree: VllmTree) -> Path:
+    """Where the facts of `tree` by this analyzer are cached."""
+    return cache_dir() / "facts" / f"{tree.fingerprint()}-{analyzer_hash()}.json"
+
+
+def scan_ahead(progress: Progress | None = None) -> Callable[[VllmTree], None]:
+    """A `ready` for trees_from_index: each arriving tree's facts computed and cached while
+    the other releases download (the build then reads them from the cache). A tree that cannot
+    be analysed is left for the build to report."""
+    from compat.errors import UserError
+
+    def scan(tree: VllmTree) -> None:
+        if not facts_path(tree).is_file():
+            try:
+                release_facts(tree, progress)
+            except UserError:
+                pass  # _write_release_facts meets it again and says why
+
+    return scan
+
+
 def release_facts(
     tree: VllmTree, progress: Progress | None = None, use_cache: bool = True
 ) -> tuple[dict[str, Any], bool]:
     """(facts, cached?) for a tree; computes and caches on a miss."""
-    key = f"{tree.fingerprint()}-{analyzer_hash()}"
-    path = cache_dir() / "facts" / f"{key}.json"
+    path = facts_path(tree)
     if use_cache and path.is_file():
         try:
             facts = json.loads(path.read_text())

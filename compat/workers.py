@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from compat.blocks import Block, Judging, judge_recipe
+from compat.forking import child_signals, signals_held
 from compat.verdict import arg_memo
 from compat.vllm.facts import cpu_count as cpus  # one answer for scans and builds
 
@@ -60,7 +60,7 @@ def _in_workers(
             recv, send = ctx.Pipe(duplex=False)
             args = (j, paths, combos, position, send)
             proc = ctx.Process(target=_worker, args=args, daemon=True)
-            with _signals_held():
+            with signals_held():
                 proc.start()
             send.close()
             jobs.append((proc, recv))
@@ -108,7 +108,7 @@ def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_map_child, args=(fn, items[1::2], send), daemon=True)
     try:
-        with _signals_held():
+        with signals_held():
             proc.start()
         send.close()
         mine = [fn(x) for x in items[0::2]]
@@ -130,7 +130,7 @@ def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
 def _map_child(fn: Callable[[Any], Any], items: list[Any], conn: Any) -> None:
     """split_map's child: its results, pickled, or nothing when it fails (the parent then
     computes them)."""
-    _child_signals()
+    child_signals()
     code = 0
     try:
         conn.send_bytes(_pickled([fn(x) for x in items]))
@@ -147,32 +147,6 @@ def _pickled(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-#: The signals a worker takes no handler of the parent's for (see _signals_held).
-_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM held back while a worker forks: a fork's child runs the parent's
-    Python handlers until _worker resets them, and a handler raising there (the CLI's SIGTERM
-    handler raises SystemExit; SIGINT raises KeyboardInterrupt) would unwind the parent's
-    stack in the child (its `db.writing` cleanup included). The child keeps them held until
-    its own handlers are set; the parent gets any that arrived once the fork is done."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _child_signals() -> None:
-    """A forked child's signals: SIGINT ignored and SIGTERM ending it (the parent handles
-    both), then the two released that were held since the fork (_signals_held)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
-
-
 def _worker(
     j: Judging, paths: list[str], combos: Callable[[str], list[Any]], position: Any, conn: Any
 ) -> None:
@@ -181,7 +155,7 @@ def _worker(
     Signals are the parent's to handle (it terminates the worker); the worker ends with
     os._exit, leaving the parent's files, buffers and database connection alone.
     """
-    _child_signals()
+    child_signals()
     code = 0
     try:
         j.pool.say = lambda msg: conn.send(("say", msg))

@@ -184,9 +184,9 @@ def test_workers_fork_with_sigint_and_sigterm_held():
     import os
     import signal
 
-    from compat import workers
+    from compat.forking import signals_held
 
-    with workers._signals_held():
+    with signals_held():
         pid = os.fork()
         if pid == 0:
             held = signal.pthread_sigmask(signal.SIG_BLOCK, [])

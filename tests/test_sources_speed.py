@@ -6,6 +6,7 @@ extracted release's sdist, concurrent downloads (against the fake index of the s
 
 from __future__ import annotations
 
+import os
 import urllib.error
 
 import pytest
@@ -14,7 +15,13 @@ from compat.errors import UserError
 from compat.sources import pypi
 from compat.sources.pypi import one_index_answer, tree_from_index, trees_from_index
 from compat.sources.tree import VllmTree
-from tests.test_hardening_sdist import VERSION, FakeIndex, cache, sdist  # noqa: F401 -- fixtures
+from tests.test_hardening_sdist import (  # noqa: F401 -- fixtures
+    VERSION,
+    FakeIndex,
+    cache,
+    index_doc,
+    sdist,
+)
 
 
 def test_one_index_answer_per_session(sdist, cache):
@@ -61,3 +68,55 @@ def test_trees_download_concurrently_and_errors_stay_per_release(sdist, cache):
         and "not on the package index" in found["1.2.3"].message
     )
     assert idx.downloads == 1 and idx.index_requests == 1
+
+
+def _two_release_index(sdist: bytes) -> FakeIndex:
+    """The fake index with a second release, 9.9.8, served by the same sdist."""
+    doc = index_doc(sdist)
+    doc["files"].append({**doc["files"][-1], "filename": "vllm-9.9.8.tar.gz"})
+    return FakeIndex(sdist, doc)
+
+
+def test_trees_reach_ready_here_as_a_download_child_lands_them(sdist, cache):
+    """With `ready`, the downloads run in a forked child and each tree is handed to `ready` in
+    this process (a cold build scans it while the rest download); errors stay per release."""
+    idx = _two_release_index(sdist)
+    seen: list[tuple[int, str]] = []
+    with one_index_answer():
+        found = trees_from_index(
+            [VERSION, "9.9.8", "1.2.3"],
+            opener=idx,
+            cache=cache,
+            ready=lambda tree: seen.append((os.getpid(), tree.version)),
+        )
+    assert sorted(seen) == [(os.getpid(), "9.9.8"), (os.getpid(), VERSION)]
+    assert all(isinstance(found[v], VllmTree) and found[v].version == v for v in (VERSION, "9.9.8"))
+    err = found["1.2.3"]
+    assert isinstance(err, UserError) and "not on the package index" in err.message
+    assert err.where == "--vllm"
+    assert idx.downloads == 0  # the child downloaded (its copy of the opener counted)
+    assert [p.name for p in (cache / "sdists").iterdir() if not p.name.startswith(".")]
+
+
+def test_a_warm_build_forks_no_download_child(sdist, cache, monkeypatch):
+    idx = _two_release_index(sdist)
+    tree_from_index(VERSION, opener=idx, cache=cache)
+
+    def no_fork(*_args):
+        raise AssertionError("every tree is on disk: nothing to download")
+
+    monkeypatch.setattr(pypi, "_streamed", no_fork)
+    seen: list[str] = []
+    found = trees_from_index([VERSION, "9.9.8"], opener=idx, cache=cache, ready=seen.append)
+    assert {v: t.version for v, t in found.items()} == {VERSION: VERSION, "9.9.8": "9.9.8"}
+    assert seen == []  # the caller's build scans (or reads cached facts) as before
+
+
+def test_a_download_child_that_dies_leaves_its_releases_to_this_process(sdist, cache, monkeypatch):
+    idx = _two_release_index(sdist)
+    monkeypatch.setattr(pypi, "_download_child", lambda *_args: os._exit(1))
+    seen: list[str] = []
+    with one_index_answer():
+        found = trees_from_index([VERSION, "9.9.8"], opener=idx, cache=cache, ready=seen.append)
+    assert all(isinstance(found[v], VllmTree) for v in (VERSION, "9.9.8"))
+    assert idx.downloads >= 1 and seen == []  # opened here, on threads

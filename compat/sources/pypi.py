@@ -21,6 +21,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from compat.errors import UserError
 from compat.sources.tree import VllmTree, read_version
@@ -380,6 +381,20 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
     return dest
 
 
+def _extracted(root: Path, sha: str) -> bool:
+    return _complete(root, _marker(sha)) and (root / _TEMPLATES_MARKER).is_file()
+
+
+def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
+    """Is the release's tree already extracted (nothing to download)? False when unsure."""
+    cache = cache or cache_dir()
+    try:
+        sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
+    except UserError:
+        return False
+    return _extracted(cache / "trees" / sha, sha)
+
+
 def tree_from_index(
     version: str,
     opener: Opener | None = None,
@@ -389,7 +404,7 @@ def tree_from_index(
     cache = cache or cache_dir()
     sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
     root = cache / "trees" / sha
-    if not (_complete(root, _marker(sha)) and (root / _TEMPLATES_MARKER).is_file()):
+    if not _extracted(root, sha):
         # The tree is what is read, extracted only from a verified sdist: once it is complete,
         # the sdist (tens of MB) is not hashed again.
         sdist, sha = fetch_sdist(version, opener, cache, progress)
@@ -404,11 +419,37 @@ def trees_from_index(
     cache: Path | None = None,
     workers: int = 4,
     opener: Opener | None = None,
+    ready: Callable[[VllmTree], None] | None = None,
 ) -> dict[str, VllmTree | UserError]:
     """Each release's tree (or the UserError opening it gave), downloaded and extracted
     concurrently: a cold build fetches dozens of sdists, each a transfer at a fraction of the
-    link's speed. The threads are joined before this returns, so the scan's forked workers
-    never start in a multi-threaded process."""
+    link's speed.
+
+    With `ready`, the downloads run in a forked child and `ready(tree)` is called here for each
+    tree as soon as it is on disk, so a caller scans the releases that arrived while the rest
+    download (a cold pinned build waited about 40 s for all of them before scanning one). This
+    process keeps no thread, so the scan's own forked workers never start in a multi-threaded
+    process. Whatever the child did not deliver (no fork, or it died) is opened here after."""
+    found: dict[str, VllmTree | UserError] = {}
+    if ready is not None and len(versions) > 1 and _can_fork():
+        if not all(_on_disk(v, cache, opener) for v in versions):  # a warm build forks nothing
+            found = _streamed(versions, progress, cache, workers, opener, ready)
+    rest = [v for v in versions if v not in found]
+    if rest:
+        found.update(_on_threads(rest, progress, cache, workers, opener))
+    return {v: found[v] for v in versions}
+
+
+def _on_threads(
+    versions: list[str],
+    progress: Callable[[str], None] | None,
+    cache: Path | None,
+    workers: int,
+    opener: Opener | None,
+    send: Callable[[tuple], None] | None = None,
+) -> dict[str, VllmTree | UserError]:
+    """trees_from_index on a pool of threads, joined before this returns; `send` is told of each
+    tree or error as it is ready (the download child's pipe)."""
     # Imported before the threads start: two threads importing a module at once, or a module
     # lock held by one of them when a later scan forks, is how a fork deadlocks.
     import http.client  # noqa: F401
@@ -419,10 +460,91 @@ def trees_from_index(
 
     def opened(version: str) -> VllmTree | UserError:
         try:
-            return tree_from_index(version, opener, cache, progress)
+            tree: VllmTree | UserError = tree_from_index(version, opener, cache, progress)
         except UserError as exc:
-            return exc
+            tree = exc
+        if send is not None:
+            send(
+                ("tree", version, tree)
+                if isinstance(tree, VllmTree)
+                else ("error", version, tree.message, tree.where)
+            )
+        return tree
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(versions)))) as pool:
-        found = dict(zip(versions, pool.map(opened, versions), strict=True))
+        return dict(zip(versions, pool.map(opened, versions), strict=True))
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _streamed(
+    versions: list[str],
+    progress: Callable[[str], None] | None,
+    cache: Path | None,
+    workers: int,
+    opener: Opener | None,
+    ready: Callable[[VllmTree], None],
+) -> dict[str, VllmTree | UserError]:
+    """The trees a forked download child delivers, `ready` called on each as it arrives; stops
+    early (the caller opens the rest) if the child dies."""
+    import multiprocessing
+
+    from compat.forking import signals_held
+
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    args = (versions, cache, workers, opener, send)
+    proc = ctx.Process(target=_download_child, args=args, daemon=True)
+    found: dict[str, VllmTree | UserError] = {}
+    try:
+        with signals_held():
+            proc.start()
+        send.close()
+        while len(found) < len(versions):
+            try:
+                message = recv.recv()
+            except (EOFError, OSError):
+                break  # the child died: the caller opens what is left
+            if message[0] == "say":
+                if progress:
+                    progress(message[1])
+            elif message[0] == "tree":
+                found[message[1]] = message[2]
+                ready(message[2])
+            elif message[0] == "error":
+                found[message[1]] = UserError(message[2], where=message[3])
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.terminate()
+        if proc.pid is not None:
+            proc.join()
     return found
+
+
+def _download_child(
+    versions: list[str], cache: Path | None, workers: int, opener: Opener | None, conn: Any
+) -> None:
+    """_streamed's child: the downloads on threads, each tree, error and progress line sent
+    through `conn` as it happens."""
+    from compat.forking import child_signals
+
+    child_signals()
+    lock = threading.Lock()
+
+    def send(message: tuple) -> None:
+        with lock:
+            conn.send(message)
+
+    code = 0
+    try:
+        _on_threads(versions, lambda line: send(("say", line)), cache, workers, opener, send)
+    except BaseException:  # noqa: BLE001 (the parent opens what was not sent)
+        code = 1
+    finally:
+        conn.close()
+        os._exit(code)
