@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 #: The signals a forked child takes no handler of the parent's for.
 HELD = frozenset({signal.SIGINT, signal.SIGTERM})
@@ -35,3 +36,12 @@ def child_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+
+
+def reap(proc: Any) -> None:
+    """End a forked child the parent is done with: SIGTERM if it still runs, then wait for it
+    (a child that never started is left as it is)."""
+    if proc.is_alive():
+        proc.terminate()
+    if proc.pid is not None:
+        proc.join()

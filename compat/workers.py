@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from compat.blocks import Block, Judging, judge_recipe
-from compat.forking import child_signals, signals_held
+from compat.forking import child_signals, reap, signals_held
 from compat.verdict import arg_memo
 from compat.vllm.facts import cpu_count as cpus  # one answer for scans and builds
 
@@ -87,9 +87,7 @@ def _in_workers(
     finally:
         for proc, recv in jobs:
             recv.close()
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
+            reap(proc)
 
 
 def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -116,10 +114,7 @@ def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
             theirs = pickle.loads(recv.recv_bytes())
     finally:
         recv.close()
-        if proc.is_alive():
-            proc.terminate()
-        if proc.pid is not None:
-            proc.join()
+        reap(proc)
     if theirs is None:
         theirs = [fn(x) for x in items[1::2]]
     out: list[Any] = [None] * len(items)

@@ -493,7 +493,7 @@ def _streamed(
     early (the caller opens the rest) if the child dies."""
     import multiprocessing
 
-    from compat.forking import signals_held
+    from compat.forking import reap, signals_held
 
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
@@ -519,10 +519,7 @@ def _streamed(
                 found[message[1]] = UserError(message[2], where=message[3])
     finally:
         recv.close()
-        if proc.is_alive():
-            proc.terminate()
-        if proc.pid is not None:
-            proc.join()
+        reap(proc)
     return found
 
 
