@@ -33,7 +33,8 @@ def analyzer_hash() -> str:
     gate rules of data/: a change to any other data file leaves cached facts valid)."""
     h = hashlib.sha256()
     pkg = Path(__file__).resolve().parent
-    files = sorted((pkg / "vllm").glob("*.py")) + [pkg / "sources" / "tree.py", pkg / "scan.py"]
+    files = sorted((pkg / "vllm").glob("*.py")) + [pkg / "scan.py"]
+    files += [pkg / "sources" / "tree.py", pkg / "sources" / "pack.py"]
     files += [data_dir() / "gates.yaml"]
     for f in files:
         h.update(f.name.encode())

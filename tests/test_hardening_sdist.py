@@ -157,13 +157,28 @@ def test_corrupted_sdist_before_extraction_is_refetched_by_tree_from_index(sdist
     assert tree.exists("vllm/model_executor/models/registry.py") and idx.downloads == 2
 
 
-def test_half_written_extraction_is_redone(sdist, cache):
+@pytest.mark.parametrize("damage", ["cut short", "older extraction", "not a pack"])
+def test_damaged_or_outdated_extraction_is_redone(sdist, cache, damage):
     idx = FakeIndex(sdist)
     tree = tree_from_index(VERSION, opener=idx, cache=cache)
-    (tree.root / ".complete").unlink()
-    (tree.root / "vllm" / "config" / "speculative.py").unlink()
+    data = tree.root.read_bytes()
+    tree.root.write_bytes(
+        {"cut short": data[:-10], "older extraction": data.replace(b" v3", b" v2", 1),
+         "not a pack": b"junk"}[damage]
+    )
     again = tree_from_index(VERSION, opener=idx, cache=cache)
-    assert again.exists("vllm/config/speculative.py")
+    assert again.exists("vllm/config/speculative.py") and again.root.read_bytes() == data
+
+
+def test_a_directory_extracted_by_an_earlier_version_is_replaced_by_the_pack(sdist, cache):
+    idx = FakeIndex(sdist)
+    tree = tree_from_index(VERSION, opener=idx, cache=cache)
+    old = cache / "trees" / tree.sha256  # where version 2 extracted the tree
+    (old / "vllm").mkdir(parents=True)
+    (old / "vllm" / "registry.py").write_text("# stale")
+    tree.root.unlink()
+    tree_from_index(VERSION, opener=idx, cache=cache)
+    assert sorted(p.name for p in (cache / "trees").iterdir()) == [tree.root.name]
 
 
 @pytest.mark.parametrize("bad", ["other_bytes", "truncated", "empty"])

@@ -133,9 +133,9 @@ def test_extra_behind_a_stacked_marker_decorator(vllm_tree, tmp_path, version: s
     from compat import api
     from compat.store import open_store
 
-    tree = vllm_tree(version)
+    vllm_tree(version)  # downloaded (once) into the cache the scan reads
     db = tmp_path / "c.db"
-    api.scan([], [f"{tree.root}={version}"], False, db)
+    api.scan([version], [], False, db)
     with open_store(db) as s:
         rows = s.dicts("SELECT extra FROM config_field WHERE class_name = ? AND field = ''", (cls,))
     assert rows and rows[0]["extra"] == extra

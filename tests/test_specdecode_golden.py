@@ -46,7 +46,7 @@ def test_static_verdicts_equal_vllm_config_check(version, vllm_tree, tmp_path):
     cases = _cases(version)
     tree = vllm_tree(version)
     db = tmp_path / "c.db"
-    api.scan([], [f"{tree.root}={version}"], False, db)
+    api.scan([version], [], False, db)
     with open_store(db) as facts:
         judge = Judge(load_knowledge(facts, version, tree), ModelResolver(hf_config_dir=CONFIGS))
     mismatches, compared = [], 0

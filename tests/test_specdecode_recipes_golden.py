@@ -52,7 +52,7 @@ def test_recipes_speculative_configs_agree_with_vllm(version, vllm_tree, tmp_pat
     known = set(json.loads(KNOWN_PATH.read_text()).get(version, [])) if KNOWN_PATH.is_file() else set()
     tree = vllm_tree(version)
     db = tmp_path / "c.db"
-    api.scan([], [f"{tree.root}={version}"], False, db)
+    api.scan([version], [], False, db)
     with open_store(db) as facts:
         judge = Judge(load_knowledge(facts, version, tree), ModelResolver(hf_config_dir=compare.lay_out(tmp_path)))
     compared, new = 0, []

@@ -125,7 +125,7 @@ def _class_files(tree: VllmTree) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     pat = re.compile(r"^class\s+(\w+)\s*[(:]", re.MULTILINE)
     for base in MODEL_DIRS:
-        if not (tree.root / base).is_dir():
+        if not tree.is_dir(base):
             continue
         for rel in tree.py_files(base):
             text = tree.read(rel) or ""

@@ -19,11 +19,14 @@ import shutil
 import tarfile
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from compat.errors import UserError
+from compat.sources.pack import Pack, PackError, write_pack
+from compat.sources.tarstream import wanted_files
 from compat.sources.tree import VllmTree, read_version
 from compat.vocab import release_key
 
@@ -43,7 +46,7 @@ _EXTRACT_FILES = (
 
 Opener = Callable[[str, dict[str, str]], bytes]
 # Bump when the set of extracted members changes: older extractions are redone.
-EXTRACT_VERSION = "2"
+EXTRACT_VERSION = "3"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -310,79 +313,39 @@ def _template(name: str) -> bool:
     return name.endswith(".jinja") and name.startswith(("vllm/", "examples/"))
 
 
-# Added to extractions made before templates were extracted, without redoing them.
-_TEMPLATES_MARKER = ".complete-templates"
-
-
-def _add_templates(sdist: Path, dest: Path) -> None:
-    if (dest / _TEMPLATES_MARKER).is_file():
-        return
-    try:
-        with tarfile.open(sdist, "r:gz") as tf:
-            members = []
-            for m in tf.getmembers():
-                parts = m.name.split("/", 1)
-                if len(parts) == 2 and m.isfile() and _template(parts[1]):
-                    m.name = parts[1]
-                    members.append(m)
-            tf.extractall(dest, members=members, filter="data")
-        (dest / _TEMPLATES_MARKER).write_text("1")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise UserError(f"cannot unpack {sdist.name}: {exc}", where="--vllm") from None
-
-
 def _marker(sha: str) -> str:
     return f"{sha} v{EXTRACT_VERSION}"
 
 
-def _complete(dest: Path, marker: str) -> bool:
+def _pack_path(cache: Path, sha: str) -> Path:
+    return cache / "trees" / f"{sha}.pack"
+
+
+def _opened(path: Path, sha: str) -> Pack | None:
+    """The release's pack if it is complete and of this extraction version, else None."""
     try:
-        return (dest / ".complete").read_text() == marker
-    except OSError:
-        return False
+        pack = Pack(path)
+    except (OSError, PackError):
+        return None
+    return pack if pack.marker == _marker(sha) else None
 
 
-def extract(sdist: Path, sha: str, cache: Path | None = None) -> Path:
-    """Unpack the needed members once per hash; returns the tree root (has `vllm/`)."""
+def extract(sdist: Path, sha: str, cache: Path | None = None) -> Pack:
+    """Unpacks the wanted members once per hash, into one pack file (compat.sources.pack)."""
     cache = cache or cache_dir()
-    dest = cache / "trees" / sha
-    marker = _marker(sha)
-    if _complete(dest, marker):
-        _add_templates(sdist, dest)
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest.parent))
+    dest = _pack_path(cache, sha)
+    pack = _opened(dest, sha)
+    if pack is not None:
+        return pack
     try:
-        with tarfile.open(sdist, "r:gz") as tf:
-            members = []
-            for m in tf.getmembers():
-                parts = m.name.split("/", 1)
-                if len(parts) != 2 or not m.isfile():
-                    continue
-                if _wanted(parts[1]):
-                    m.name = parts[1]
-                    members.append(m)
-            tf.extractall(tmp, members=members, filter="data")
-        (tmp / ".complete").write_text(marker)
-        (tmp / _TEMPLATES_MARKER).write_text("1")
-        if dest.exists() and not _complete(dest, marker):
-            shutil.rmtree(dest)  # a half-written or outdated extraction
-        try:
-            os.replace(tmp, dest)
-        except OSError:
-            if not _complete(dest, marker):  # lost a race to a concurrent extract otherwise
-                raise
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        files = wanted_files(sdist, _wanted)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        write_pack(dest, files, _marker(sha))
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise UserError(f"cannot unpack {sdist.name}: {exc}", where="--vllm") from None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-
-
-def _extracted(root: Path, sha: str) -> bool:
-    return _complete(root, _marker(sha)) and (root / _TEMPLATES_MARKER).is_file()
+    # A directory tree extracted by an earlier version of this tool is not read any more.
+    shutil.rmtree(cache / "trees" / sha, ignore_errors=True)
+    return Pack(dest)
 
 
 def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
@@ -392,7 +355,7 @@ def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
         sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
     except UserError:
         return False
-    return _extracted(cache / "trees" / sha, sha)
+    return _opened(_pack_path(cache, sha), sha) is not None
 
 
 def tree_from_index(
@@ -403,14 +366,16 @@ def tree_from_index(
 ) -> VllmTree:
     cache = cache or cache_dir()
     sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
-    root = cache / "trees" / sha
-    if not _extracted(root, sha):
+    pack = _opened(_pack_path(cache, sha), sha)
+    if pack is None:
         # The tree is what is read, extracted only from a verified sdist: once it is complete,
         # the sdist (tens of MB) is not hashed again.
         sdist, sha = fetch_sdist(version, opener, cache, progress)
-        root = extract(sdist, sha, cache)
-    _, commit = read_version(root)
-    return VllmTree(root=root, version=version, origin="pypi", sha256=sha, commit=commit)
+        pack = extract(sdist, sha, cache)
+    _, commit = read_version(pack)
+    return VllmTree(
+        root=pack.path, version=version, origin="pypi", sha256=sha, commit=commit, pack=pack
+    )
 
 
 def trees_from_index(

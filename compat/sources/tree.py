@@ -4,6 +4,9 @@ Every stage asks the tree for files by their path relative to the source root
 (`vllm/config/speculative.py`), so evidence recorded anywhere is a path that also
 works in a GitHub URL for that release. Parsed modules are cached per tree: the
 registry, class resolution, flags and gates share one parse of each file.
+
+A tree is a directory (a checkout, an installed package) or, for a release from the
+index, a pack (compat.sources.pack): stages ask the tree, never the filesystem.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat.errors import LayoutError
+from compat.sources.pack import Pack, walk_order
 
 REGISTRY = "vllm/model_executor/models/registry.py"
 INTERFACES = "vllm/model_executor/models/interfaces.py"
@@ -46,33 +50,42 @@ _COMMIT_RE = re.compile(
 class VllmTree:
     """Source of one vLLM release: `root` holds the `vllm/` package (and maybe tests/, docs/)."""
 
-    root: Path
+    root: Path  # the directory, or a pack's file
     version: str
     origin: str  # "pypi", "src", "installed"
     sha256: str | None = None  # of the sdist, when it came from the index
     commit: str | None = None
+    pack: Pack | None = field(default=None, repr=False)  # the files, when not a directory
     _ast: dict[str, ast.Module | None] = field(default_factory=dict, repr=False)
     _text: dict[str, str | None] = field(default_factory=dict, repr=False)
     _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
     _py_files: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
-    def path(self, rel: str) -> Path:
-        return self.root / rel
-
     def exists(self, rel: str) -> bool:
-        return (self.root / rel).is_file()
+        """Is `rel` a file of the release?"""
+        return self.pack.is_file(rel) if self.pack else (self.root / rel).is_file()
+
+    def is_dir(self, rel: str) -> bool:
+        return self.pack.is_dir(rel) if self.pack else (self.root / rel).is_dir()
 
     def read(self, rel: str) -> str | None:
         """Text of a file, or None when the release does not have it."""
         if rel not in self._text:
+            data = self._bytes(rel)
             try:
-                self._text[rel] = (self.root / rel).read_text(encoding="utf-8")
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                self._text[rel] = None
+                self._text[rel] = None if data is None else data.decode("utf-8")
             except UnicodeDecodeError:
-                self._text[rel] = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+                self._text[rel] = data.decode("utf-8", errors="replace")  # type: ignore[union-attr]
         return self._text[rel]
+
+    def _bytes(self, rel: str) -> bytes | None:
+        if self.pack is not None:
+            return self.pack.read(rel)
+        try:
+            return (self.root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
 
     def drop_parsed(self) -> None:
         """Forget parsed modules, file texts, listings and the fingerprint (facts computed; the
@@ -114,6 +127,13 @@ class VllmTree:
     def py_files(self, under: str = "vllm") -> list[str]:
         """Relative paths of every .py file below `under`, sorted for determinism (kept, like
         the parsed modules: the fingerprint, the scan and several stages list `vllm/`)."""
+        if under not in self._py_files and self.pack is not None:
+            prefix = under.rstrip("/") + "/"
+            self._py_files[under] = [
+                rel
+                for rel in self.pack.names  # sorted
+                if rel.startswith(prefix) and rel.endswith(".py") and "/__pycache__/" not in rel
+            ]
         if under not in self._py_files:
             base = self.root / under
             out = []
@@ -128,6 +148,20 @@ class VllmTree:
                         )
             self._py_files[under] = sorted(out)
         return list(self._py_files[under])
+
+    def files(self, under: str) -> list[str]:
+        """Every file below the directory `under`, in the order of a sorted top-down walk."""
+        if self.pack is not None:
+            prefix = under.rstrip("/") + "/"
+            return walk_order([rel for rel in self.pack.names if rel.startswith(prefix)])
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root / under):
+            dirnames.sort()
+            for fn in sorted(filenames):
+                out.append(
+                    os.path.relpath(os.path.join(dirpath, fn), self.root).replace(os.sep, "/")
+                )
+        return out
 
     def fingerprint(self) -> str:
         """Identity of the analysed content: the sdist hash, else a hash of file stats.
@@ -146,12 +180,15 @@ class VllmTree:
         return self._fingerprint
 
 
-def read_version(root: Path) -> tuple[str | None, str | None]:
+def read_version(root: Path | Pack) -> tuple[str | None, str | None]:
     """(version, commit) from `vllm/_version.py` or `vllm/version.py`, without importing."""
     for rel in ("vllm/_version.py", "vllm/version.py"):
-        p = root / rel
-        if p.is_file():
-            text = p.read_text(encoding="utf-8", errors="replace")
+        if isinstance(root, Pack):
+            data = root.read(rel)
+        else:
+            data = (root / rel).read_bytes() if (root / rel).is_file() else None
+        if data is not None:
+            text = data.decode("utf-8", errors="replace")
             m = _VERSION_RE.search(text)
             c = _COMMIT_RE.search(text)
             if m:

@@ -720,18 +720,10 @@ def chat_template_files(tree: VllmTree) -> dict:
     """Chat template files a `--chat-template PATH` can name: the release's examples/ (present
     in vLLM's docker image, whose working directory is the repository root) and the built-in
     templates next to `vllm/transformers_utils/chat_templates/registry.py`."""
-    import os
-
     files: list[str] = []
     for base in ("examples", "vllm/transformers_utils/chat_templates"):
-        root = tree.root / base
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for fn in sorted(filenames):
-                rel = os.path.relpath(os.path.join(dirpath, fn), tree.root).replace(os.sep, "/")
-                if fn.endswith(".jinja"):
-                    files.append(rel)
-    value = {"files": files} if (tree.root / "examples").is_dir() else {"files": None}
+        files += [rel for rel in tree.files(base) if rel.endswith(".jinja")]
+    value = {"files": files} if tree.is_dir("examples") else {"files": None}
     return {"key": "chat_template_files", "value": json.dumps(value), "file": "examples", "line": 0}
 
 

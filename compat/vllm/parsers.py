@@ -257,7 +257,7 @@ def _import_rank(tree: VllmTree, rel: str) -> int:
 
 
 def _isdir(tree: VllmTree, rel: str) -> bool:
-    return tree.path(rel).is_dir()
+    return tree.is_dir(rel)
 
 
 def _is_register(node: ast.AST, mgr: str) -> TypeGuard[ast.Call]:
