@@ -74,13 +74,15 @@ def scan(
     from compat import store
     from compat.scan import release_facts
     from compat.sources import open_trees
+    from compat.vllm.facts import share_workers
 
     store.ensure_writable(db_path)
     trees = open_trees(versions, srcs, installed, progress)
     summary = []
     facts_all = []
-    for tree in trees:
-        facts, cached = release_facts(tree, progress, use_cache)
+    with share_workers():  # a file unchanged since the release before is not parsed again
+        scanned = [release_facts(tree, progress, use_cache) for tree in trees]
+    for tree, (facts, cached) in zip(trees, scanned):
         facts_all.append(facts)
         caps = [r for r in facts["arch_capability"] if r["platform"] == "cuda"]
         summary.append(
@@ -138,12 +140,15 @@ def build(
     from compat.tables import ModelFact, RecipeFile, ShellVariable
     from compat.verdict import arg_memo
     from compat.verdict.shell import read_placeholders
+    from compat.vllm.facts import share_workers
 
     say = progress or (lambda _m: None)
     t0 = time.perf_counter()
     store.ensure_writable(db_path)
     lock = read_lock(facts_lock) if facts_lock is not None else None
-    with one_index_answer():
+    # share_workers: the releases this process scans (as they land, and for works_from's
+    # search) go to two kept workers, which do not parse a file unchanged since the last.
+    with one_index_answer(), share_workers():
         repo = load_repo(recipes)
         cache = RecipeCache(repo.root, repo.recipes)
         outlines, combos = _outlines(repo, cache)

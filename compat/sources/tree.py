@@ -17,6 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compat.errors import LayoutError
 from compat.sources.pack import Pack, walk_order
@@ -56,6 +57,13 @@ class VllmTree:
     sha256: str | None = None  # of the sdist, when it came from the index
     commit: str | None = None
     pack: Pack | None = field(default=None, repr=False)  # the files, when not a directory
+    #: Modules parsed for another release, by source text: parse() takes a module from here
+    #: (once) instead of parsing the same text again (compat.vllm.facts.share_workers).
+    reuse: dict[str, ast.Module | None] | None = field(default=None, repr=False)
+    #: What stages derive from the parsed modules and keep for this tree (the sandbox's
+    #: compiled functions), forgotten with them: a module-level cache would keep every
+    #: release's modules alive in a process that scans many.
+    derived: dict[str, Any] = field(default_factory=dict, repr=False)
     _ast: dict[str, ast.Module | None] = field(default_factory=dict, repr=False)
     _text: dict[str, str | None] = field(default_factory=dict, repr=False)
     _lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
@@ -91,6 +99,8 @@ class VllmTree:
         """Forget parsed modules, file texts, listings and the fingerprint (facts computed; the
         ASTs are hundreds of MB)."""
         self._ast.clear()
+        self.derived.clear()
+        self.reuse = None
         self._text.clear()
         self._lines.clear()
         self._fingerprint = None
@@ -107,13 +117,21 @@ class VllmTree:
         if rel not in self._ast:
             text = self.read(rel)
             tree = None
-            if text is not None:
+            if text is not None and self.reuse is not None and text in self.reuse:
+                tree = self.reuse.pop(text)
+            elif text is not None:
                 try:
                     tree = ast.parse(text, filename=rel)
                 except SyntaxError:
                     tree = None
             self._ast[rel] = tree
         return self._ast[rel]
+
+    def parsed_by_text(self) -> dict[str, ast.Module | None]:
+        """The modules parsed so far, by source text (for the next release's `reuse`)."""
+        return {
+            text: self._ast[rel] for rel in self._ast if (text := self._text.get(rel)) is not None
+        }
 
     def require(self, rel: str, what: str) -> ast.Module:
         tree = self.parse(rel)

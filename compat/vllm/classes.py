@@ -11,6 +11,7 @@ decide checks for classes that never define them.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from compat.vllm.scope import ClassRef, External, ModuleIndex, Unresolved
@@ -44,6 +45,18 @@ _NON_MEMBERS = {
     "__firstlineno__",
 }
 _PROTOCOL_ROOTS = {"typing.Protocol", "typing_extensions.Protocol"}
+
+
+def _class_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a class body, those under `if`/`else` in place (body, then orelse).
+    A module-level generator: a nested function that calls itself is a reference cycle, and
+    its Members (and their nodes) then outlived the release in a worker that scans many."""
+    for st in body:
+        if isinstance(st, ast.If):
+            yield from _class_level(st.body)
+            yield from _class_level(st.orelse)
+        else:
+            yield st
 
 
 @dataclass(frozen=True)
@@ -167,27 +180,20 @@ class ClassResolver:
             return self._members[ref]
         node = self.index.classdef(ref)
         out: dict[str, Member] = {}
-
-        def visit(body: list[ast.stmt]) -> None:
-            for st in body:
-                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    out[st.name] = Member(st.name, "def", ref.path, ref.file, st.lineno, st)
-                elif isinstance(st, ast.Assign):
-                    for t in st.targets:
-                        for n in _target_names(t):
-                            out[n] = Member(n, "value", ref.path, ref.file, st.lineno, st.value)
-                elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
-                    kind = "value" if st.value is not None else "annotation"
-                    if kind == "annotation" and st.target.id in out:
-                        continue
-                    out[st.target.id] = Member(
-                        st.target.id, kind, ref.path, ref.file, st.lineno, st.value
-                    )
-                elif isinstance(st, ast.If):
-                    visit(st.body)
-                    visit(st.orelse)
-
-        visit(node.body)
+        for st in _class_level(node.body):
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out[st.name] = Member(st.name, "def", ref.path, ref.file, st.lineno, st)
+            elif isinstance(st, ast.Assign):
+                for t in st.targets:
+                    for n in _target_names(t):
+                        out[n] = Member(n, "value", ref.path, ref.file, st.lineno, st.value)
+            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                kind = "value" if st.value is not None else "annotation"
+                if kind == "annotation" and st.target.id in out:
+                    continue
+                out[st.target.id] = Member(
+                    st.target.id, kind, ref.path, ref.file, st.lineno, st.value
+                )
         scope = self.index.scope(ref.module)
         if scope is not None and ref not in self.index.synthetic:
             for n, v in scope.late_attrs.get(ref.name, {}).items():

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from compat.errors import LayoutError
+from compat.forking import child_signals, reap, signals_held
 from compat.sources.tree import VllmTree, speculative_file
 
 if TYPE_CHECKING:
@@ -229,30 +232,96 @@ def _in_workers(
     """Both shares in forked workers; None when there is one core, no fork, or a worker
     failed (the caller then computes here, and a real error surfaces as itself).
 
-    Progress is relayed through the pipes, so only this process calls `say`. The parent
-    holds no parsed module, so nothing hundreds of MB large is freed here afterwards.
+    The workers are those of share_workers() when this process opened it, else two forked
+    for this release alone. Progress is relayed through the pipes, so only this process calls
+    `say`. The parent holds no parsed module, so nothing hundreds of MB large is freed here.
     """
     import multiprocessing
-    import multiprocessing.connection
-    import time
 
     if cpu_count() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
-    ctx = multiprocessing.get_context("fork")
-    jobs: list[tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]]
-    jobs = []
+    kept = _KEPT
+    if kept is not None and kept.owner == os.getpid():
+        return kept.run(tree, platforms, queued, say)
+    once = _SharePool()
     try:
-        queue = RaiseQueue(queued, ctx.Value("i", 0))
-        for share in (_model_share, _surface_share):
-            recv, send = ctx.Pipe(duplex=False)
-            proc: multiprocessing.process.BaseProcess = ctx.Process(
-                target=_worker, args=(share, tree, platforms, queue, send), daemon=True
-            )
-            proc.start()
-            send.close()
-            jobs.append((proc, recv))
+        return once.run(tree, platforms, queued, say)
+    finally:
+        once.close()
+
+
+_KEPT: _SharePool | None = None
+
+
+@contextlib.contextmanager
+def share_workers() -> Iterator[None]:
+    """Within, every release this process scans goes to the same two share workers (forked at
+    the first scan), and each keeps the modules it parsed for the release before: a file whose
+    text is unchanged is not parsed again. Parsing is most of a scan, and consecutive releases
+    share about 60 % of their files. A process forked inside (a judging worker) forks its own
+    workers per release, as outside."""
+    global _KEPT
+    outer, _KEPT = _KEPT, _SharePool()
+    try:
+        yield
+    finally:
+        kept, _KEPT = _KEPT, outer
+        kept.close()
+
+
+class _SharePool:
+    """The two share workers (forked at the first run) and the pipes to them."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.workers: list[tuple[Any, Any]] = []
+        self.position: Any = None
+        self.broken = False
+        self.retiring = False
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self.position = ctx.Value("i", 0)
+        with signals_held():
+            for share in (_model_share, _surface_share):
+                mine, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_serve, args=(share, theirs, self.position), daemon=True)
+                self.workers.append((proc, mine))
+                proc.start()
+                theirs.close()
+
+    def run(
+        self, tree: VllmTree, platforms: tuple[str, ...], queued: list[str], say: Say
+    ) -> tuple[dict, dict] | None:
+        """Both shares of one release, or None (and no further use) if a worker failed."""
+        if self.broken:
+            return None
+        if self.retiring:  # a worker is over its memory limit: fresh ones for this release
+            self.close()
+            self.retiring = False
+        result = None
+        try:
+            if not self.workers:
+                self._start()
+            self.position.value = 0
+            for _proc, conn in self.workers:  # the tree without this process's caches
+                conn.send((dataclasses.replace(tree), platforms, queued))
+            result = self._collect(say)
+        except OSError:  # no processes or pipes to be had
+            pass
+        if result is None:
+            self.close()
+            self.broken = True
+        return result
+
+    def _collect(self, say: Say) -> tuple[dict, dict] | None:
+        import multiprocessing.connection
+        import time
+
         results: dict[int, dict[str, Any]] = {}
-        pending = {recv: i for i, (_proc, recv) in enumerate(jobs)}
+        pending = {conn: i for i, (_proc, conn) in enumerate(self.workers)}
         deadline = time.monotonic() + 600
         while pending:
             ready = multiprocessing.connection.wait(
@@ -269,43 +338,68 @@ def _in_workers(
                 if kind == "say":
                     say(payload)
                 elif kind == "done":
-                    results[pending.pop(conn)] = payload
+                    results[pending.pop(conn)], retire = payload
+                    self.retiring = self.retiring or retire
                 else:
                     return None
         return results[0], results[1]
-    except OSError:  # no processes or pipes to be had
-        return None
-    finally:
-        for proc, recv in jobs:
-            recv.close()
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
+
+    def close(self) -> None:
+        for proc, conn in self.workers:
+            conn.close()
+            reap(proc)
+        self.workers = []
 
 
-def _worker(
-    share: Callable[..., dict],
-    tree: VllmTree,
-    platforms: tuple[str, ...],
-    queue: RaiseQueue,
-    conn: Any,
-) -> None:
-    """One share in a forked process; its result goes back through `conn`.
+#: A kept share worker larger than this (resident MiB) after a release is replaced. The model
+#: share of the largest release keeps about 800 MiB.
+RETIRE_MIB = 2048
+
+
+def _resident_mib() -> float:
+    """This process's resident set now (Linux; elsewhere its peak so far)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _serve(share: Callable[..., dict], conn: Any, position: Any) -> None:
+    """A share worker: runs `share` on each release it is sent until its pipe closes; each
+    result goes back through `conn`. It keeps the modules parsed for the last release, for
+    the next (VllmTree.reuse).
 
     Signals are the parent's to handle (it terminates the worker): no worker traceback, and
     none of the parent's handlers (e.g. the CLI's SIGTERM message) run in the fork. It ends
     with os._exit: its heap (the parsed modules) is the OS's to reclaim, it holds no file,
     and the stdio buffers it inherited are the parent's to flush.
     """
-    import os
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    child_signals()
     code = 0
+    parsed: dict[str, Any] = {}
     try:
-        result = share(tree, platforms, queue, lambda msg: conn.send(("say", msg)))
-        conn.send(("done", result))
+        while True:
+            try:
+                tree, platforms, queued = conn.recv()
+            except EOFError:
+                break  # the parent is done
+            tree.reuse = parsed
+            queue = RaiseQueue(queued, position)
+            result = share(tree, platforms, queue, lambda msg: conn.send(("say", msg)))
+            parsed = tree.parsed_by_text()
+            tree.drop_parsed()
+            del tree, queue
+            # Garbage in reference cycles is not collected here (the collector would walk
+            # every kept module after each release); a worker that has grown past the limit
+            # says so with its result, and the parent forks fresh ones for the next release.
+            retire = _resident_mib() > RETIRE_MIB
+            conn.send(("done", (result, retire)))
+            del result
+            if retire:
+                break
     except BaseException as exc:  # noqa: BLE001 (the parent recomputes; this only reports)
         code = 1
         try:

@@ -16,6 +16,7 @@ import copy as _copy
 import sys
 import time
 import types
+import weakref
 from typing import Any
 
 from compat.sources.tree import VllmTree
@@ -241,6 +242,9 @@ def _module_view(mod: types.ModuleType) -> types.ModuleType:
 
 
 def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
+    # The compiled function and its globals are a reference cycle: they reach the tree only
+    # weakly, so the tree does not wait for the cycle collector (compat.vllm.facts).
+    tree_ref = weakref.ref(tree)
     safe = {n: getattr(builtins, n) for n in _SAFE_BUILTINS if hasattr(builtins, n)}
     for n in ("getattr", "hasattr", "setattr"):
         safe[n] = _guarded(getattr(builtins, n))
@@ -253,8 +257,8 @@ def _globals_for(tree: VllmTree, fn: ast.FunctionDef) -> dict[str, Any]:
         if name.split(".")[0] in _STDLIB_OK:
             mod = __import__(name, None, None, fromlist, 0)
             return _module_view(mod)  # fresh per import: writes stay inside this run
-        if name.startswith("vllm."):
-            m = _constants_module(tree, name)
+        if name.startswith("vllm.") and (live := tree_ref()) is not None:
+            m = _constants_module(live, name)
             for f in fromlist or ():
                 if not hasattr(m, f):
                     raise SandboxError(
@@ -315,13 +319,13 @@ def _bare(fn: ast.FunctionDef, name: str, annotations: bool = False) -> ast.Func
     return out
 
 
-_COMPILED: dict[tuple[int, int, str], tuple[Any, list[str], str, Any]] = {}
-
-
 def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list[str], str]:
-    """The function compiled alone, once per (tree, FunctionDef)."""
-    key = (id(tree), id(fn), file)
-    hit = _COMPILED.get(key)
+    """The function compiled alone, once per (tree, FunctionDef): kept with the tree (the
+    same FunctionDef may serve the next release, whose globals differ)."""
+    compiled: dict[tuple[int, str], tuple[Any, list[str], str, Any]]
+    compiled = tree.derived.setdefault("sandbox.compiled", {})
+    key = (id(fn), file)
+    hit = compiled.get(key)
     if hit is not None and hit[3] is fn:
         return hit[0], hit[1], hit[2]
     _check_attrs(fn)
@@ -333,7 +337,7 @@ def _compiled(tree: VllmTree, fn: ast.FunctionDef, file: str) -> tuple[Any, list
         ast.fix_missing_locations(ast.Module(body=[fn2], type_ignores=[])), marker, "exec"
     )
     exec(code, g)  # noqa: S102 (defines the function only)
-    _COMPILED[key] = (g[fn.name], missing, marker, fn)
+    compiled[key] = (g[fn.name], missing, marker, fn)
     return g[fn.name], missing, marker
 
 
@@ -344,26 +348,36 @@ def run_isolated(
     return call_isolated(tree, fn, file, StubConfig(_copy.deepcopy(config)), *args)
 
 
+class _Budget:
+    """The trace function that ends a sandboxed call over its line or time budget. An object,
+    not a closure: a closure returning itself is a reference cycle, which kept the function's
+    AST alive after the release in a worker that scans many (compat.vllm.facts)."""
+
+    def __init__(self, marker: str, name: str) -> None:
+        self.marker, self.name = marker, name
+        self.deadline = time.monotonic() + TIME_LIMIT_S
+        self.count = 0
+
+    def __call__(self, frame: Any, event: str, _arg: Any) -> Any:
+        if frame.f_code.co_filename != self.marker:
+            return None
+        if event == "line":
+            self.count += 1
+            if self.count > LINE_BUDGET or (
+                self.count % 1000 == 0 and time.monotonic() > self.deadline
+            ):
+                raise SandboxError(f"{self.name} exceeded its time budget")
+        return self
+
+
 def call_isolated(
     tree: VllmTree, fn: ast.FunctionDef, file: str, *args: Any, **kwargs: Any
 ) -> tuple[Any, int]:
     """Execute `fn(*args, **kwargs)` under the sandbox; (result, line of first config change)."""
     func, missing, marker = _compiled(tree, fn, file)
-    deadline = time.monotonic() + TIME_LIMIT_S
-    count = [0]
-
-    def tracer(frame: Any, event: str, _arg: Any) -> Any:
-        if frame.f_code.co_filename != marker:
-            return None
-        if event == "line":
-            count[0] += 1
-            if count[0] > LINE_BUDGET or (count[0] % 1000 == 0 and time.monotonic() > deadline):
-                raise SandboxError(f"{fn.name} exceeded its time budget")
-        return tracer
-
     _STATE["marker"], _STATE["first"] = marker, 0
     old = sys.gettrace()
-    sys.settrace(tracer)
+    sys.settrace(_Budget(marker, fn.name))
     try:
         result = func(*args, **kwargs)
     except NameError as exc:
