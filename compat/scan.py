@@ -55,7 +55,12 @@ def compute_facts(tree: VllmTree, progress: Progress | None = None) -> dict[str,
 
 def facts_path(tree: VllmTree) -> Path:
     """Where the facts of `tree` by this analyzer are cached."""
-    return cache_dir() / "facts" / f"{tree.fingerprint()}-{analyzer_hash()}.json"
+    return facts_path_of(tree.fingerprint())
+
+
+def facts_path_of(fingerprint: str) -> Path:
+    """Where the facts of a tree with this fingerprint (an sdist's sha256) are cached."""
+    return cache_dir() / "facts" / f"{fingerprint}-{analyzer_hash()}.json"
 
 
 def scan_ahead(progress: Progress | None = None) -> Callable[[VllmTree], None]:

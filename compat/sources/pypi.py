@@ -358,6 +358,15 @@ def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
     return _opened(_pack_path(cache, sha), sha) is not None
 
 
+def on_disk(version: str) -> bool:
+    """Is the release's pack on disk (a stat; a damaged one is redone when it is opened)?"""
+    try:
+        sha = sdist_entry(version)["hashes"]["sha256"].lower()
+    except (UserError, KeyError, TypeError):
+        return True  # nothing to fetch ahead: opening it says why
+    return _pack_path(cache_dir(), sha).is_file()
+
+
 def tree_from_index(
     version: str,
     opener: Opener | None = None,
