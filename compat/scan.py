@@ -63,6 +63,12 @@ def facts_path_of(fingerprint: str) -> Path:
     return cache_dir() / "facts" / f"{fingerprint}-{analyzer_hash()}.json"
 
 
+#: In a judging worker: asks the build's process to compute and cache a release's facts, and
+#: returns once it has (compat.workers). A daemonic worker cannot fork share workers of its own,
+#: and the parent's are kept (compat.vllm.facts.share_workers). None elsewhere.
+remote: Callable[[str], None] | None = None
+
+
 def scan_ahead(progress: Progress | None = None) -> Callable[[VllmTree], None]:
     """A `ready` for trees_from_index: each arriving tree's facts computed and cached while
     the other releases download (the build then reads them from the cache). A tree that cannot

@@ -55,15 +55,19 @@ def _in_workers(
     ctx = multiprocessing.get_context("fork")
     position = ctx.Value("i", 0)
     jobs: list[tuple[Any, Any]] = []
+    answers: dict[Any, Any] = {}  # a worker's pipe -> the pipe that answers its scan requests
     try:
         for _ in range(n):
             recv, send = ctx.Pipe(duplex=False)
-            args = (j, paths, combos, position, send)
+            answer_recv, answer_send = ctx.Pipe(duplex=False)
+            args = (j, paths, combos, position, send, answer_recv)
             proc = ctx.Process(target=_worker, args=args, daemon=True)
             with signals_held():
                 proc.start()
             send.close()
+            answer_recv.close()
             jobs.append((proc, recv))
+            answers[recv] = answer_send
         pending: dict[Any, Connection] = {recv: recv for _proc, recv in jobs}
         while pending:
             for ready in multiprocessing.connection.wait(list(pending)):
@@ -72,7 +76,10 @@ def _in_workers(
                     message: tuple[Any, ...] = conn.recv()
                 except EOFError:
                     return  # a worker died: the caller judges what is left
-                if message[0] == "say":
+                if message[0] == "scan":
+                    _scan_here(message[1], say)
+                    answers[conn].send(("scanned", message[1]))
+                elif message[0] == "say":
                     say(message[1])
                 elif message[0] == "block":
                     yield paths[message[1]], Block.from_text(message[2])
@@ -87,7 +94,23 @@ def _in_workers(
     finally:
         for proc, recv in jobs:
             recv.close()
+            answers[recv].close()
             reap(proc)
+
+
+def _scan_here(version: str, say: Say) -> None:
+    """A release's facts computed and cached for a worker that asked (its search met the
+    release): scanned here, by the build's kept share workers (compat.vllm.facts.share_workers),
+    which do not parse again what the last release had. A release that cannot be scanned is
+    left for the worker, which meets the error itself and reports it."""
+    from compat.errors import UserError
+    from compat.scan import release_facts
+    from compat.sources import tree_from_index
+
+    try:
+        release_facts(tree_from_index(version, progress=say), say)
+    except UserError:
+        pass
 
 
 def split_map(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -143,17 +166,32 @@ def _pickled(value: Any) -> bytes:
 
 
 def _worker(
-    j: Judging, paths: list[str], combos: Callable[[str], list[Any]], position: Any, conn: Any
+    j: Judging,
+    paths: list[str],
+    combos: Callable[[str], list[Any]],
+    position: Any,
+    conn: Any,
+    answers: Any,
 ) -> None:
     """Judge the next unclaimed recipe until none is left; each block goes back through `conn`.
+    A release works_from's search meets unscanned is scanned by the parent, asked through
+    `conn` and answered through `answers` (compat.scan.remote).
 
     Signals are the parent's to handle (it terminates the worker); the worker ends with
     os._exit, leaving the parent's files, buffers and database connection alone.
     """
+    from compat import scan
+
     child_signals()
     code = 0
     try:
         j.pool.say = lambda msg: conn.send(("say", msg))
+
+        def ask(version: str) -> None:
+            conn.send(("scan", version))
+            answers.recv()
+
+        scan.remote = ask
         while True:
             with position.get_lock():
                 i = position.value

@@ -98,8 +98,8 @@ class ReleasePool:
             return judge
         if version in self.unavailable:
             return None
+        from compat import scan
         from compat.jsoncache import cache_lock
-        from compat.scan import release_facts
         from compat.sources import tree_from_index
 
         try:
@@ -108,7 +108,9 @@ class ReleasePool:
             # then read the caches (each would otherwise scan it too, on the same cores).
             with cache_lock(f"release-{version}"):
                 tree = tree_from_index(version, progress=self.say)
-                facts, _cached = release_facts(tree, self.say)
+                if scan.remote is not None and not scan.facts_path(tree).is_file():
+                    scan.remote(version)  # the build's process scans it; read here from the cache
+                facts, _cached = scan.release_facts(tree, self.say)
         except UserError as exc:
             self.unavailable[version] = exc.line()
             return None

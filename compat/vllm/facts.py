@@ -240,6 +240,8 @@ def _in_workers(
 
     if cpu_count() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
+    if multiprocessing.current_process().daemon:
+        return None  # a daemonic process (a judging worker) may not have children
     kept = _KEPT
     if kept is not None and kept.owner == os.getpid():
         return kept.run(tree, platforms, queued, say)
