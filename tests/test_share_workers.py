@@ -97,3 +97,14 @@ def test_a_process_forked_inside_forks_its_own_workers(parses):
         F._KEPT.owner = -1  # as a judging worker forked inside sees the pool it inherited
         assert F.compute(_tree(MINITREES[0]), PLATFORMS)["arch_capability"]
         assert F._KEPT.workers == []
+
+
+def test_the_tree_sent_to_a_worker_carries_nothing_read_or_parsed_here():
+    tree = _tree(MINITREES[0])
+    tree.parse("vllm/model_executor/models/registry.py")
+    tree.py_files("vllm")
+    tree.derived["x"] = 1
+    sent = tree.bare()
+    assert (sent.root, sent.version, sent.origin, sent.sha256, sent.commit, sent.pack) == (
+        tree.root, tree.version, tree.origin, tree.sha256, tree.commit, tree.pack)
+    assert not (sent._ast or sent._text or sent._py_files or sent.derived) and sent.reuse is None

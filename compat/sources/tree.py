@@ -70,6 +70,10 @@ class VllmTree:
     _fingerprint: str | None = field(default=None, repr=False)
     _py_files: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
+    def bare(self) -> VllmTree:
+        """The same release, without what was read, parsed or derived (sent to a worker)."""
+        return VllmTree(self.root, self.version, self.origin, self.sha256, self.commit, self.pack)
+
     def exists(self, rel: str) -> bool:
         """Is `rel` a file of the release?"""
         return self.pack.is_file(rel) if self.pack else (self.root / rel).is_file()

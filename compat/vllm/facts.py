@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import json
 import os
@@ -308,8 +307,8 @@ class _SharePool:
             if not self.workers:
                 self._start()
             self.position.value = 0
-            for _proc, conn in self.workers:  # the tree without this process's caches
-                conn.send((dataclasses.replace(tree), platforms, queued))
+            for _proc, conn in self.workers:
+                conn.send((tree.bare(), platforms, queued))
             result = self._collect(say)
         except OSError:  # no processes or pipes to be had
             pass
