@@ -63,10 +63,8 @@ class Pack:
             if size != self._start + sum(n for _, n in self._index.values()):
                 raise PackError(f"{path} is cut short")
             self._data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        self.names = sorted(self._index)
-        self._dirs = {
-            rel.rsplit("/", i)[0] for rel in self.names for i in range(1, rel.count("/") + 1)
-        }
+        self.names = sorted(self._index)  # written sorted: a linear pass
+        self._dirs: set[str] | None = None  # on first use (a warm build opens dozens of packs)
 
     def __reduce__(self) -> tuple:
         """Sent between processes (the download child's trees) by path: a mapping is not."""
@@ -83,6 +81,10 @@ class Pack:
         return rel in self._index
 
     def is_dir(self, rel: str) -> bool:
+        if self._dirs is None:
+            self._dirs = {
+                rel.rsplit("/", i)[0] for rel in self.names for i in range(1, rel.count("/") + 1)
+            }
         return rel.rstrip("/") in self._dirs
 
 

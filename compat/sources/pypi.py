@@ -349,13 +349,14 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Pack:
 
 
 def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
-    """Is the release's tree already extracted (nothing to download)? False when unsure."""
+    """Is the release's pack on disk (nothing to download)? False when unsure. A stat: a damaged
+    or outdated pack is found when the tree is opened, and unpacked again then."""
     cache = cache or cache_dir()
     try:
         sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
     except UserError:
         return False
-    return _opened(_pack_path(cache, sha), sha) is not None
+    return _pack_path(cache, sha).is_file()
 
 
 def on_disk(version: str) -> bool:
