@@ -143,12 +143,14 @@ def test_a_tree_over_a_pack_reads_as_the_directory(tmp_path):
     ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(b"\xff\xfe" if rel == "vllm/bad.py" else rel.encode())
+    (root / "vllm" / "crlf.py").write_bytes(b"x = 1\r\ny = 2\rz = 3\n")
     on_disk = VllmTree(root=root, version="0.0.1", origin="src")
     packed = _packed(root, tmp_path / "t.pack")
     for under in ("vllm", "vllm/z", "examples", "missing"):
         assert packed.py_files(under) == on_disk.py_files(under)
         assert packed.files(under) == on_disk.files(under)
     assert walk_order(packed.files("vllm")) == on_disk.files("vllm")
+    assert packed.read("vllm/crlf.py") == on_disk.read("vllm/crlf.py") == "x = 1\ny = 2\nz = 3\n"
     for rel in ("vllm/a.py", "vllm/bad.py", "vllm/none.py", "vllm", "vllm/z", "examples"):
         assert packed.read(rel) == on_disk.read(rel)
         assert packed.exists(rel) == on_disk.exists(rel)

@@ -85,10 +85,15 @@ class VllmTree:
         """Text of a file, or None when the release does not have it."""
         if rel not in self._text:
             data = self._bytes(rel)
-            try:
-                self._text[rel] = None if data is None else data.decode("utf-8")
-            except UnicodeDecodeError:
-                self._text[rel] = data.decode("utf-8", errors="replace")  # type: ignore[union-attr]
+            text = None
+            if data is not None:
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = data.decode("utf-8", errors="replace")
+                if "\r" in text:  # newlines as a file opened in text mode reads them
+                    text = text.replace("\r\n", "\n").replace("\r", "\n")
+            self._text[rel] = text
         return self._text[rel]
 
     def _bytes(self, rel: str) -> bytes | None:
