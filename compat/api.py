@@ -240,7 +240,11 @@ def _open_trees(
     wanted = sorted(set(pin_of.values()), key=release_key)
     ahead = _search_ahead(wanted, progress)
     judged = set(wanted)
-    scan = lambda tree: ready(tree) if tree.version in judged else None  # noqa: E731
+
+    def scan(tree: VllmTree) -> None:
+        if tree.version in judged:
+            ready(tree)
+
     # In release order: the search's releases land between the judged ones, not after them all
     # (the build waits for every download before it judges).
     fetch = sorted(wanted + ahead, key=release_key)

@@ -55,12 +55,7 @@ def compute_facts(tree: VllmTree, progress: Progress | None = None) -> dict[str,
 
 def facts_path(tree: VllmTree) -> Path:
     """Where the facts of `tree` by this analyzer are cached."""
-    return facts_path_of(tree.fingerprint())
-
-
-def facts_path_of(fingerprint: str) -> Path:
-    """Where the facts of a tree with this fingerprint (an sdist's sha256) are cached."""
-    return cache_dir() / "facts" / f"{fingerprint}-{analyzer_hash()}.json"
+    return cache_dir() / "facts" / f"{tree.fingerprint()}-{analyzer_hash()}.json"
 
 
 #: In a judging worker: asks the build's process to compute and cache a release's facts, and

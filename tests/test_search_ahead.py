@@ -17,7 +17,7 @@ INDEX = ["0.4.2", "0.5.0", "0.5.1rc1", "0.6.0", "0.6.1", "0.6.1.post1", "0.7.0",
 
 def test_the_search_releases_are_the_later_final_ones_not_judged_nor_on_disk(monkeypatch):
     monkeypatch.setattr(pypi, "versions_on_index", lambda: INDEX)
-    monkeypatch.setattr(pypi, "on_disk", lambda v: v == "0.7.0")
+    monkeypatch.setattr(pypi, "on_disk", lambda v, *_: v == "0.7.0")
     said: list[str] = []
     assert api._search_ahead(["0.5.0", "0.6.1"], said.append) == ["0.6.0", "0.9.0"]
     assert said == ["works_from: 2 more releases its search may visit, downloading"]
@@ -61,7 +61,7 @@ def test_the_search_releases_download_in_release_order_and_are_neither_scanned_n
 @pytest.mark.parametrize("on_disk", [True, False])
 def test_on_disk_is_a_stat_of_the_pack(isolated_cache, monkeypatch, on_disk):
     sha = "a" * 64
-    monkeypatch.setattr(pypi, "sdist_entry", lambda v: {"hashes": {"sha256": sha.upper()}})
+    monkeypatch.setattr(pypi, "sdist_entry", lambda v, *_: {"hashes": {"sha256": sha.upper()}})
     if on_disk:
         (isolated_cache / "trees").mkdir(parents=True)
         (isolated_cache / "trees" / f"{sha}.pack").write_bytes(b"")

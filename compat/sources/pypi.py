@@ -348,7 +348,7 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Pack:
     return Pack(dest)
 
 
-def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
+def on_disk(version: str, cache: Path | None = None, opener: Opener | None = None) -> bool:
     """Is the release's pack on disk (nothing to download)? False when unsure. A stat: a damaged
     or outdated pack is found when the tree is opened, and unpacked again then."""
     cache = cache or cache_dir()
@@ -357,15 +357,6 @@ def _on_disk(version: str, cache: Path | None, opener: Opener | None) -> bool:
     except UserError:
         return False
     return _pack_path(cache, sha).is_file()
-
-
-def on_disk(version: str) -> bool:
-    """Is the release's pack on disk (a stat; a damaged one is redone when it is opened)?"""
-    try:
-        sha = sdist_entry(version)["hashes"]["sha256"].lower()
-    except (UserError, KeyError, TypeError):
-        return True  # nothing to fetch ahead: opening it says why
-    return _pack_path(cache_dir(), sha).is_file()
 
 
 def tree_from_index(
@@ -407,7 +398,7 @@ def trees_from_index(
     process. Whatever the child did not deliver (no fork, or it died) is opened here after."""
     found: dict[str, VllmTree | UserError] = {}
     if ready is not None and len(versions) > 1 and _can_fork():
-        if not all(_on_disk(v, cache, opener) for v in versions):  # a warm build forks nothing
+        if not all(on_disk(v, cache, opener) for v in versions):  # a warm build forks nothing
             found = _streamed(versions, progress, cache, workers, opener, ready)
     rest = [v for v in versions if v not in found]
     if rest:
