@@ -452,6 +452,7 @@ CLI_CASES = {
     "recursive_alias": ("models/acme/Widget.yaml", "features:\n", "features: &f\n  self: *f\n"),
     "control_char": ("models/acme/Widget.yaml", "  title: Widget", "  title: Wid\x1fget"),
     "huge_int": ("models/acme/Widget.yaml", 'min_vllm_version: "0.23.0"', "min_vllm_version: " + "9" * 5000),
+    "infinite": ("models/acme/Widget.yaml", "    vram_minimum_gb: 60", "    vram_minimum_gb: .inf"),
     "bad_date": ("models/acme/Widget.yaml", 'min_vllm_version: "0.23.0"', "min_vllm_version: 2001-02-30"),
     "taxonomy_brand": ("taxonomy.yaml", "brand: AMD", "brand: {x: 1}"),
     "strategy_unicode_junk": ("strategies/single_node_tp.yaml", "deploy_type: single_node", "deploy_type: [é中]"),

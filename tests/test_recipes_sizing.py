@@ -60,6 +60,45 @@ def test_api_renders_no_pd_above_four_nodes_per_role(snap: RecipesRepo) -> None:
     assert ui_pool(big, big.variants["default"], pd, h100, "prefill").nodes == 8
 
 
+@pytest.mark.parametrize(
+    "size",
+    [
+        ("vram", 10**300),  # a fuzzed recipe once rendered the pool node by node (an OOM kill)
+        ("vram", 1e308),
+        ("declared", 10**12),
+        ("declared", 17),
+    ],
+)
+def test_builder_caps_a_pool_above_max_nodes_and_says_unknown(snap: RecipesRepo, size) -> None:
+    """A builder pool never renders more than MAX_NODES nodes; above it, a problem (unknown)."""
+    from compat.recipes.offering import MAX_NODES
+    from compat.recipes.synthesis import Synthesizer
+
+    kind, value = size
+    glm, pd, h100 = snap.recipes[GLM], snap.strategies["pd_cluster"], snap.hardware["h100"]
+    data = copy.deepcopy(_with_vram(glm, 5000).data)
+    if kind == "vram":
+        data["variants"]["default"]["vram_minimum_gb"] = value
+    else:
+        data.setdefault("strategy_overrides", {})["pd_cluster"] = {"prefill": {"nodes": value}}
+    recipe = Recipe(glm.path, data)
+    sizing = ui_sizing(recipe, recipe.variants["default"], pd, h100)
+    nodes = dict((role, pool.nodes) for role, pool in sizing.pd_pools)
+    assert nodes["prefill"] == MAX_NODES
+    assert nodes["decode"] == (MAX_NODES if kind == "vram" else 8)
+    fields = [p.field for p in sizing.problems]
+    assert "strategy_overrides.pd_cluster.prefill.nodes" in fields
+    assert len(fields) == (2 if kind == "vram" else 1)
+    synth = Synthesizer(recipe, "default", pd, h100, sizing=sizing)
+    assert len(synth.nodes_rendered()) == (2 * MAX_NODES if kind == "vram" else MAX_NODES + 8)
+    assert any("MAX_NODES" in p.message for p in synth.problems)
+    at_limit = copy.deepcopy(data)
+    at_limit["variants"]["default"]["vram_minimum_gb"] = 5000
+    at_limit["strategy_overrides"] = {"pd_cluster": {"prefill": {"nodes": MAX_NODES}}}
+    recipe = Recipe(glm.path, at_limit)
+    assert not ui_sizing(recipe, recipe.variants["default"], pd, h100).problems
+
+
 def test_builder_reads_declared_pool_nodes_by_profile_the_api_reads_vram(
     snap: RecipesRepo,
 ) -> None:

@@ -8,6 +8,8 @@ disagree with the site about what exists.
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,9 @@ _MAX_INT_BITS = 4000 * 3
 
 
 def _check_values(data: Any, rel: str) -> None:
-    """Refuse what no later stage can handle: recursive aliases (`&a [*a]`), unprintable ints."""
+    """Refuse what no later stage can handle: recursive aliases (`&a [*a]`), unprintable ints,
+    and `.inf` / `.nan`, which no field of these files takes (sizes, GPU counts and tp are
+    converted to whole numbers, which neither has)."""
     stack: list[tuple[Any, str, frozenset[int]]] = [(data, "", frozenset())]
     while stack:
         value, field, above = stack.pop()
@@ -61,6 +65,10 @@ def _check_values(data: Any, rel: str) -> None:
             and value.bit_length() > _MAX_INT_BITS
         ):
             raise UserError("integer too large", where=f"{rel}: {field or '(top)'}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(
+                f"must be a finite number, not {value!r}", where=f"{rel}: {field or '(top)'}"
+            )
         if isinstance(value, (dict, list)):
             if id(value) in above:
                 raise UserError(

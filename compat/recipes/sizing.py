@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from compat.recipes.hardware import as_mapping, fits_single_node
 from compat.recipes.offering import MAX_NODES, min_gpus, nodes_for, pd_pool_modes
-from compat.recipes.repo import HardwareProfile, Recipe, Strategy
+from compat.recipes.repo import HardwareProfile, Problem, Recipe, Strategy
 
 Source = Literal["api", "ui"]
 #: The surfaces of the site whose commands are judged, in the order rows name them.
@@ -61,6 +61,7 @@ class Sizing:
     node_count: int  # resolveCommand's nodeCount
     pd_pools: tuple[tuple[str, PdPool], ...] | None = None  # pdNodes; None = legacy sizing
     pool_followers: bool = False  # render every node of a PD pool, not only node 0
+    problems: tuple[Problem, ...] = ()  # what the size inputs say that the site cannot render
 
     def pool(self, role: str) -> PdPool | None:
         return dict(self.pd_pools).get(role) if self.pd_pools is not None else None
@@ -70,6 +71,13 @@ def _number(value: Any) -> float:
     """`value || 0` for a size: a positive number, else 0."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     return float(value) if ok and value > 0 else 0.0
+
+
+def _ceil_nodes(needed: float) -> int:
+    """`Math.ceil(needed)` for a node count, or MAX_NODES + 1 for any count above MAX_NODES:
+    above it nothing is rendered as asked (an absurd size would otherwise be rendered node
+    by node)."""
+    return math.ceil(needed) if needed <= MAX_NODES else MAX_NODES + 1
 
 
 def multi_node_count(recipe: Recipe, strategy: Strategy, profile: HardwareProfile) -> int:
@@ -115,7 +123,7 @@ def api_pd_pools(
     model_vram = _number(variant.get("vram_minimum_gb"))
     if node_vram <= 0 or model_vram <= 0:
         return None
-    per_role = math.ceil(model_vram / node_vram)
+    per_role = _ceil_nodes(model_vram / node_vram)
     if per_role > API_MAX_PD_NODES:
         return "skip"
     return tuple(
@@ -160,14 +168,14 @@ def _declared_pool_nodes(recipe: Recipe, role: str, profile: HardwareProfile) ->
         candidates = [declared.get(profile.id), declared.get("default")]
     for value in candidates:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
+            return int(min(value, MAX_NODES + 1))  # finite: the loader refuses .inf and .nan
     return None
 
 
 def ui_pool(
     recipe: Recipe, variant: dict[str, Any], strategy: Strategy, profile: HardwareProfile, role: str
 ) -> PdPool:
-    """One PD pool as the builder renders it by default."""
+    """One PD pool as the builder renders it by default (more than MAX_NODES: see `_capped`)."""
     offered = pd_pool_modes(recipe)
     mode = declared_pool_mode(recipe, strategy, role)
     if mode not in offered:
@@ -178,7 +186,7 @@ def ui_pool(
         mode = reachable[0] if reachable else "tp"
     node_vram = profile.vram_gb or 0
     model_vram = _number(variant.get("vram_minimum_gb"))
-    by_vram = max(1, math.ceil(model_vram / node_vram)) if model_vram > 0 and node_vram > 0 else 1
+    by_vram = max(1, _ceil_nodes(model_vram / node_vram)) if model_vram > 0 and node_vram > 0 else 1
     declared = _declared_pool_nodes(recipe, role, profile)
     nodes = declared if declared is not None else by_vram
     return PdPool(max(nodes, nodes_for(recipe, mode, profile)), mode)
@@ -194,4 +202,32 @@ def ui_sizing(
     # PD argvs once every pool has an explicit size).
     count = 1 if fits_single_node(profile, variant) or not profile.scalable else 2
     pools = tuple((role, ui_pool(recipe, variant, strategy, profile, role)) for role in PD_ROLES)
-    return Sizing("ui", count, pools, pool_followers=True)
+    pools, problems = _capped(recipe, pools, profile)
+    return Sizing("ui", count, pools, pool_followers=True, problems=problems)
+
+
+def _capped(
+    recipe: Recipe, pools: tuple[tuple[str, PdPool], ...], profile: HardwareProfile
+) -> tuple[tuple[tuple[str, PdPool], ...], tuple[Problem, ...]]:
+    """Pools the builder cannot offer, capped at MAX_NODES, each with a problem.
+
+    The builder offers at most MAX_NODES nodes per PD pool (command-synthesis.js L175-176);
+    what it renders for a default above that is not known, so the pool is rendered at
+    MAX_NODES (never node by node up to an absurd size) and the problem makes the verdict
+    unknown rather than ok.
+    """
+    out, problems = [], []
+    for role, pool in pools:
+        if pool.nodes > MAX_NODES:
+            problems.append(
+                Problem(
+                    recipe.path,
+                    f"strategy_overrides.pd_cluster.{role}.nodes",
+                    f"the {role} pool needs more than {MAX_NODES} nodes on {profile.id} (declared, "
+                    "or vram_minimum_gb over the node's VRAM); the builder offers at most "
+                    f"{MAX_NODES} (MAX_NODES), so what it renders is unknown",
+                )
+            )
+            pool = PdPool(MAX_NODES, pool.parallelism)
+        out.append((role, pool))
+    return tuple(out), tuple(problems)

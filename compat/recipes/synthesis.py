@@ -253,7 +253,7 @@ class Synthesizer:
         self.model = served_model(recipe, variant_key)
         if f"variants.{variant_key}" in omit:  # the variant removed: its model id goes too
             self.model = recipe.model_id
-        self.problems: list[Problem] = []
+        self.problems: list[Problem] = list(self.sizing.problems)
         self.sources: list[str] = []
         self._argvs: dict[tuple[str, ...], Argvs] = {}  # feature tail -> rendered argvs
         self._features: dict[
