@@ -233,7 +233,8 @@ class DraftParallel:
 @table("draft_mapping", release=True)
 class DraftMapping:
     """A target architecture's draft per method, as vLLM derives it (hf_config_override, the EAGLE
-    rewrite), for the models the recipes serve."""
+    rewrite), for the models the recipes serve: each mapping a judge of the release met, works_from's
+    searches included (which releases a search tests decides where else a mapping is listed)."""
 
     id: int | None = col(default=None, pk=True)
     vllm_version: str = col(index=True)

