@@ -248,7 +248,7 @@ def _open_trees(
     # In release order: the search's releases land between the judged ones, not after them all
     # (the build waits for every download before it judges).
     fetch = sorted(wanted + ahead, key=release_key)
-    for v, found in trees_from_index(fetch, progress, ready=scan).items():
+    for v, found in trees_from_index(fetch, progress, ready=scan, sdist_only=ahead).items():
         if v not in judged:
             continue  # on disk for works_from's search, which scans it if it asks
         if isinstance(found, VllmTree):
@@ -260,11 +260,10 @@ def _open_trees(
 
 def _search_ahead(judged: list[str], progress: Progress | None) -> list[str]:
     """The releases works_from's search may scan that are not on disk: the final releases on
-    the index after the oldest judged one. A cold pinned build's search visited 23 of these 34,
-    each scanned when first asked; downloaded with the judged releases (in the download child,
-    where unpacking one costs a fraction of a second), no judging worker waits on the network
-    while it holds a release's lock. They are not scanned ahead: a third would be scanned for
-    nothing."""
+    the index after the oldest judged one. A cold pinned build's search visits 15 of these 34,
+    each scanned when first asked; downloaded with the judged releases, no judging worker waits
+    on the network while it holds a release's lock. They are neither scanned nor unpacked ahead
+    (more than half would be for nothing): a release is unpacked when the search opens it."""
     from compat.errors import UserError
     from compat.sources.pypi import on_disk, versions_on_index
     from compat.verdict.releases import final_releases
@@ -280,7 +279,7 @@ def _search_ahead(judged: list[str], progress: Progress | None) -> list[str]:
     out = [
         v
         for v in final_releases(index)
-        if release_key(v) > oldest and v not in judged and not on_disk(v)
+        if release_key(v) > oldest and v not in judged and not on_disk(v, sdist=True)
     ]
     if out and progress is not None:
         progress(f"works_from: {len(out)} more releases its search may visit, downloading")

@@ -17,7 +17,7 @@ INDEX = ["0.4.2", "0.5.0", "0.5.1rc1", "0.6.0", "0.6.1", "0.6.1.post1", "0.7.0",
 
 def test_the_search_releases_are_the_later_final_ones_not_judged_nor_on_disk(monkeypatch):
     monkeypatch.setattr(pypi, "versions_on_index", lambda: INDEX)
-    monkeypatch.setattr(pypi, "on_disk", lambda v, *_: v == "0.7.0")
+    monkeypatch.setattr(pypi, "on_disk", lambda v, *_, sdist=False: v == "0.7.0" and sdist)
     said: list[str] = []
     assert api._search_ahead(["0.5.0", "0.6.1"], said.append) == ["0.6.0", "0.9.0"]
     assert said == ["works_from: 2 more releases its search may visit, downloading"]
@@ -43,10 +43,13 @@ def test_the_search_releases_download_in_release_order_and_are_neither_scanned_n
     monkeypatch.setattr(compat.scan, "scan_ahead", lambda _p: lambda tree: scanned.append(tree.version))
     fetched: list[list[str]] = []
 
-    def trees(versions, progress=None, ready=None):
+    def trees(versions, progress=None, ready=None, sdist_only=()):
         fetched.append(list(versions))
+        assert sorted(sdist_only) == ["0.6.0", "0.9.0"]  # fetched, not unpacked
         out = {}
         for v in versions:
+            if v in sdist_only:
+                continue
             out[v] = VllmTree(root=Path("/nonexistent"), version=v, origin="pypi", sha256=v)
             ready(out[v])
         return out

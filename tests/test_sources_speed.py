@@ -6,6 +6,7 @@ extracted release's sdist, concurrent downloads (against the fake index of the s
 
 from __future__ import annotations
 
+import hashlib
 import os
 import urllib.error
 
@@ -120,3 +121,54 @@ def test_a_download_child_that_dies_leaves_its_releases_to_this_process(sdist, c
         found = trees_from_index([VERSION, "9.9.8"], opener=idx, cache=cache, ready=seen.append)
     assert all(isinstance(found[v], VllmTree) for v in (VERSION, "9.9.8"))
     assert idx.downloads >= 1 and seen == []  # opened here, on threads
+
+
+class _TwoSdistIndex(FakeIndex):
+    """The fake index with a second release, 9.9.8, whose sdist differs (its own hash and URL)."""
+
+    OTHER_URL = "https://files.invalid/vllm-9.9.8.tar.gz"
+
+    def __init__(self, sdist: bytes) -> None:
+        from tests.test_hardening_sdist import make_sdist
+
+        self.other = make_sdist({"vllm-9.9.9/vllm/only_in_998.py": b"x = 1\n"})
+        doc = index_doc(sdist)
+        doc["files"].append(
+            {**doc["files"][-1], "filename": "vllm-9.9.8.tar.gz", "url": self.OTHER_URL,
+             "size": len(self.other), "hashes": {"sha256": hashlib.sha256(self.other).hexdigest()}}
+        )
+        super().__init__(sdist, doc)
+        self.other_downloads = 0
+
+    def __call__(self, url: str, headers: dict[str, str]) -> bytes:
+        if url == self.OTHER_URL:
+            self.other_downloads += 1
+            return self.other
+        return super().__call__(url, headers)
+
+
+def test_sdist_only_releases_are_fetched_not_unpacked_until_opened(sdist, cache, monkeypatch):
+    """works_from's releases (compat.api._search_ahead) are downloaded with the judged ones but
+    unpacked only when the search opens one; a later build neither fetches nor forks for them."""
+    idx = _TwoSdistIndex(sdist)
+    seen: list[str] = []
+    with one_index_answer():
+        found = trees_from_index(
+            [VERSION, "9.9.8"], opener=idx, cache=cache, ready=lambda t: seen.append(t.version),
+            sdist_only={"9.9.8"},
+        )
+        assert list(found) == [VERSION] and seen == [VERSION]
+        assert not pypi.on_disk("9.9.8", cache, idx)  # no pack yet
+        assert pypi.on_disk("9.9.8", cache, idx, sdist=True)  # the sdist is there
+        assert len(list((cache / "trees").glob("*.pack"))) == 1
+
+        monkeypatch.setattr(pypi, "_streamed", lambda *a: pytest.fail("nothing to download"))
+        again = trees_from_index(
+            [VERSION, "9.9.8"], opener=idx, cache=cache, ready=seen.append, sdist_only={"9.9.8"}
+        )
+        assert list(again) == [VERSION]
+
+        tree = tree_from_index("9.9.8", opener=idx, cache=cache)  # the search opens it
+    assert tree.exists("vllm/only_in_998.py")
+    assert idx.other_downloads == 0  # only the download child fetched it (its own opener copy)
+    assert pypi.on_disk("9.9.8", cache, idx)

@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -348,15 +348,20 @@ def extract(sdist: Path, sha: str, cache: Path | None = None) -> Pack:
     return Pack(dest)
 
 
-def on_disk(version: str, cache: Path | None = None, opener: Opener | None = None) -> bool:
-    """Is the release's pack on disk (nothing to download)? False when unsure. A stat: a damaged
-    or outdated pack is found when the tree is opened, and unpacked again then."""
+def on_disk(
+    version: str, cache: Path | None = None, opener: Opener | None = None, sdist: bool = False
+) -> bool:
+    """Is the release's pack on disk (nothing to download)? With `sdist`, its downloaded sdist
+    counts too (unpacked when first opened). False when unsure. A stat: a damaged or outdated
+    pack or sdist is found when the tree is opened, and unpacked or fetched again then."""
     cache = cache or cache_dir()
     try:
         sha = sdist_entry(version, opener, cache)["hashes"]["sha256"].lower()
     except UserError:
         return False
-    return _pack_path(cache, sha).is_file()
+    if _pack_path(cache, sha).is_file():
+        return True
+    return sdist and (cache / "sdists" / f"{sha}.tar.gz").is_file()
 
 
 def tree_from_index(
@@ -386,24 +391,28 @@ def trees_from_index(
     workers: int = 4,
     opener: Opener | None = None,
     ready: Callable[[VllmTree], None] | None = None,
+    sdist_only: Collection[str] = (),
 ) -> dict[str, VllmTree | UserError]:
     """Each release's tree (or the UserError opening it gave), downloaded and extracted
     concurrently: a cold build fetches dozens of sdists, each a transfer at a fraction of the
-    link's speed.
+    link's speed. The releases in `sdist_only` are downloaded and verified, not unpacked (that
+    waits until one is opened) and not in the result: works_from's search scans fewer than
+    half of those it may visit.
 
     With `ready`, the downloads run in a forked child and `ready(tree)` is called here for each
     tree as soon as it is on disk, so a caller scans the releases that arrived while the rest
     download (a cold pinned build waited about 40 s for all of them before scanning one). This
     process keeps no thread, so the scan's own forked workers never start in a multi-threaded
     process. Whatever the child did not deliver (no fork, or it died) is opened here after."""
-    found: dict[str, VllmTree | UserError] = {}
+    found: dict[str, VllmTree | UserError | None] = {}
+    only = frozenset(sdist_only)
     if ready is not None and len(versions) > 1 and _can_fork():
-        if not all(on_disk(v, cache, opener) for v in versions):  # a warm build forks nothing
-            found = _streamed(versions, progress, cache, workers, opener, ready)
+        if not all(on_disk(v, cache, opener, v in only) for v in versions):  # warm: no fork
+            found = _streamed(versions, progress, cache, workers, opener, ready, only)
     rest = [v for v in versions if v not in found]
     if rest:
-        found.update(_on_threads(rest, progress, cache, workers, opener))
-    return {v: found[v] for v in versions}
+        found.update(_on_threads(rest, progress, cache, workers, opener, only=only))
+    return {v: t for v in versions if (t := found[v]) is not None}
 
 
 def _on_threads(
@@ -413,9 +422,11 @@ def _on_threads(
     workers: int,
     opener: Opener | None,
     send: Callable[[tuple], None] | None = None,
-) -> dict[str, VllmTree | UserError]:
+    only: frozenset[str] = frozenset(),
+) -> dict[str, VllmTree | UserError | None]:
     """trees_from_index on a pool of threads, joined before this returns; `send` is told of each
-    tree or error as it is ready (the download child's pipe)."""
+    tree or error as it is ready (the download child's pipe). A release in `only` is fetched,
+    not opened: None (a failed download is left for the search to meet, if it asks)."""
     # Imported before the threads start: two threads importing a module at once, or a module
     # lock held by one of them when a later scan forks, is how a fork deadlocks.
     import http.client  # noqa: F401
@@ -424,7 +435,16 @@ def _on_threads(
     import urllib.request  # noqa: F401
     from concurrent.futures import ThreadPoolExecutor
 
-    def opened(version: str) -> VllmTree | UserError:
+    def opened(version: str) -> VllmTree | UserError | None:
+        if version in only:
+            try:
+                if not on_disk(version, cache, opener, sdist=True):
+                    fetch_sdist(version, opener, cache, progress)
+            except UserError:
+                pass
+            if send is not None:
+                send(("fetched", version))
+            return None
         try:
             tree: VllmTree | UserError = tree_from_index(version, opener, cache, progress)
         except UserError as exc:
@@ -454,7 +474,8 @@ def _streamed(
     workers: int,
     opener: Opener | None,
     ready: Callable[[VllmTree], None],
-) -> dict[str, VllmTree | UserError]:
+    only: frozenset[str],
+) -> dict[str, VllmTree | UserError | None]:
     """The trees a forked download child delivers, `ready` called on each as it arrives; stops
     early (the caller opens the rest) if the child dies."""
     import multiprocessing
@@ -463,9 +484,9 @@ def _streamed(
 
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    args = (versions, cache, workers, opener, send)
+    args = (versions, cache, workers, opener, send, only)
     proc = ctx.Process(target=_download_child, args=args, daemon=True)
-    found: dict[str, VllmTree | UserError] = {}
+    found: dict[str, VllmTree | UserError | None] = {}
     try:
         with signals_held():
             proc.start()
@@ -483,6 +504,8 @@ def _streamed(
                 ready(message[2])
             elif message[0] == "error":
                 found[message[1]] = UserError(message[2], where=message[3])
+            elif message[0] == "fetched":
+                found[message[1]] = None
     finally:
         recv.close()
         reap(proc)
@@ -490,7 +513,12 @@ def _streamed(
 
 
 def _download_child(
-    versions: list[str], cache: Path | None, workers: int, opener: Opener | None, conn: Any
+    versions: list[str],
+    cache: Path | None,
+    workers: int,
+    opener: Opener | None,
+    conn: Any,
+    only: frozenset[str] = frozenset(),
 ) -> None:
     """_streamed's child: the downloads on threads, each tree, error and progress line sent
     through `conn` as it happens."""
@@ -505,7 +533,7 @@ def _download_child(
 
     code = 0
     try:
-        _on_threads(versions, lambda line: send(("say", line)), cache, workers, opener, send)
+        _on_threads(versions, lambda line: send(("say", line)), cache, workers, opener, send, only)
     except BaseException:  # noqa: BLE001 (the parent opens what was not sent)
         code = 1
     finally:
