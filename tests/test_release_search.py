@@ -15,8 +15,9 @@ RELEASES = [f"0.{n}.0" for n in range(1, 13)]
 def _pool(held: frozenset[str] = frozenset()) -> ReleasePool:
     pool = ReleasePool.__new__(ReleasePool)  # only the search's release list and judges are read
     pool.releases = list(RELEASES)
-    pool.judges = dict.fromkeys(held)  # type: ignore[arg-type]  (judges at hand: no scan)
+    pool.judges = {}
     pool._lazy = {}
+    pool._own = frozenset(held)  # the build's own releases: tested first, no scan
     return pool
 
 
@@ -91,3 +92,17 @@ def test_unanalysable_newest_releases_are_skipped() -> None:
     assert pool._newest_passes(pool.later(RELEASES[0]), lambda v: answers.get(v, False))
     assert not pool._newest_passes(pool.later(RELEASES[0]), lambda v: answers.get(v) and False)
     assert not pool._newest_passes([], lambda v: True)
+
+
+def test_releases_scanned_on_demand_do_not_change_what_is_tested() -> None:
+    """Which releases a judging worker scanned before depends on what it judged; the releases a
+    search tests (whose draft mappings are written) must not."""
+    held = frozenset(RELEASES[::3])
+    sequences = []
+    for scanned in ([], RELEASES[1::2]):
+        pool = _pool(held)
+        pool.judges = dict.fromkeys(scanned)  # type: ignore[arg-type]
+        tested: list[str] = []
+        pool.first_release(RELEASES[0], lambda v: tested.append(v) or RELEASES.index(v) >= 7)
+        sequences.append(tested)
+    assert sequences[0] == sequences[1]
