@@ -248,9 +248,8 @@ def _open_trees(
     # In release order: the search's releases land between the judged ones, not after them all
     # (the build waits for every download before it judges).
     fetch = sorted(wanted + ahead, key=release_key)
+    # The search's releases are fetched only: not in the result, unpacked if the search asks.
     for v, found in trees_from_index(fetch, progress, ready=scan, sdist_only=ahead).items():
-        if v not in judged:
-            continue  # on disk for works_from's search, which scans it if it asks
         if isinstance(found, VllmTree):
             trees[v] = found
         else:

@@ -9,7 +9,6 @@ disagree with the site about what exists.
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 from typing import Any
 
