@@ -1,6 +1,6 @@
 """ReleasePool's searches over later releases: `gone_later` answers what `first_without(...) is
 not None` answers, without the bisection that only places the change; the bisection tests the
-releases it already has a judge for where it may, and finds the same release."""
+build's own releases where it may, and finds the same release."""
 
 from __future__ import annotations
 
