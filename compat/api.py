@@ -239,17 +239,11 @@ def _open_trees(
             unavailable[pin] = f"release {pin!r} is not on the package index"
     wanted = sorted(set(pin_of.values()), key=release_key)
     ahead = _search_ahead(wanted, progress)
-    judged = set(wanted)
-
-    def scan(tree: VllmTree) -> None:
-        if tree.version in judged:
-            ready(tree)
-
     # In release order: the search's releases land between the judged ones, not after them all
-    # (the build waits for every download before it judges).
+    # (the build waits for every download before it judges). They are fetched only: neither
+    # handed to `ready` nor in the result, and unpacked if the search opens one.
     fetch = sorted(wanted + ahead, key=release_key)
-    # The search's releases are fetched only: not in the result, unpacked if the search asks.
-    for v, found in trees_from_index(fetch, progress, ready=scan, sdist_only=ahead).items():
+    for v, found in trees_from_index(fetch, progress, ready=ready, sdist_only=ahead).items():
         if isinstance(found, VllmTree):
             trees[v] = found
         else:

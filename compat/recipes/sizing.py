@@ -73,13 +73,6 @@ def _number(value: Any) -> float:
     return float(value) if ok and value > 0 else 0.0
 
 
-def _ceil_nodes(needed: float) -> int:
-    """`Math.ceil(needed)` for a node count, or MAX_NODES + 1 for any count above MAX_NODES:
-    above it nothing is rendered as asked (an absurd size would otherwise be rendered node
-    by node)."""
-    return math.ceil(needed) if needed <= MAX_NODES else MAX_NODES + 1
-
-
 def multi_node_count(recipe: Recipe, strategy: Strategy, profile: HardwareProfile) -> int:
     """Nodes both surfaces render a strategy at: max(2, floor) for multi-node, else 1.
 
@@ -123,7 +116,7 @@ def api_pd_pools(
     model_vram = _number(variant.get("vram_minimum_gb"))
     if node_vram <= 0 or model_vram <= 0:
         return None
-    per_role = _ceil_nodes(model_vram / node_vram)
+    per_role = math.ceil(model_vram / node_vram)
     if per_role > API_MAX_PD_NODES:
         return "skip"
     return tuple(
@@ -168,7 +161,7 @@ def _declared_pool_nodes(recipe: Recipe, role: str, profile: HardwareProfile) ->
         candidates = [declared.get(profile.id), declared.get("default")]
     for value in candidates:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(min(value, MAX_NODES + 1))  # finite: the loader refuses .inf and .nan
+            return int(value)  # finite: the loader refuses .inf and .nan
     return None
 
 
@@ -186,7 +179,7 @@ def ui_pool(
         mode = reachable[0] if reachable else "tp"
     node_vram = profile.vram_gb or 0
     model_vram = _number(variant.get("vram_minimum_gb"))
-    by_vram = max(1, _ceil_nodes(model_vram / node_vram)) if model_vram > 0 and node_vram > 0 else 1
+    by_vram = max(1, math.ceil(model_vram / node_vram)) if model_vram > 0 and node_vram > 0 else 1
     declared = _declared_pool_nodes(recipe, role, profile)
     nodes = declared if declared is not None else by_vram
     return PdPool(max(nodes, nodes_for(recipe, mode, profile)), mode)
